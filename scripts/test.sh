@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs (into .venv) and runs the whole suite:
+# ruff, mypy --strict, import-linter, then pytest. The README's test command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv
+fi
+VPY=.venv/bin/python
+"$VPY" -m pip install --quiet --disable-pip-version-check --upgrade pip setuptools wheel
+"$VPY" -m pip install --quiet --disable-pip-version-check -e ".[test]" -e plugins/incremental_learning
+
+# kubectl for the kubectl compatibility tests (Debian's kubernetes-client).
+if ! command -v kubectl >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "== installing kubectl (Debian kubernetes-client)"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubernetes-client >/dev/null
+    else
+        echo "== kubectl not found and cannot apt-get install it: kubectl tests will be skipped"
+    fi
+fi
+
+echo "== ruff"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+echo "== mypy --strict"
+.venv/bin/mypy --strict sedna plugins/incremental_learning/sedna_incremental_learning examples/embed
+echo "== import-linter"
+.venv/bin/lint-imports
+echo "== pytest"
+exec .venv/bin/python -m pytest -n 2 -p no:cacheprovider "$@"

@@ -1,0 +1,222 @@
+"""Assembles the runtime from gm.yaml and the installed plugins, runs it, shuts it down.
+
+The CLI is one user of this class; embedding applications are the other. Order of
+start mirrors Sedna's GM: features wire their informers and upstream handlers, the
+caches sync, the edge server listens, then the controllers' workers start.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dependency_injector import providers
+from loguru import logger
+
+from sedna.plugins import LoadedPlugins, PluginError, load_plugins
+from sedna.runtime.config import GMConfig
+from sedna.runtime.container import RuntimeContainer
+from sedna.runtime.context import ControllerContext
+from sedna.runtime.health import HealthServer
+from sedna.runtime.plugin_api import FeatureController
+
+
+class StartupError(Exception):
+    """The manager cannot start; the message is for the operator."""
+
+
+@dataclass
+class _RunningFeature:
+    name: str
+    plugin: str
+    controller: FeatureController
+    kinds: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Manager:
+    def __init__(
+        self,
+        config: GMConfig,
+        *,
+        container: RuntimeContainer | None = None,
+        extra_plugins: Mapping[str, object] | None = None,
+        config_source: str = "gm.yaml",
+        cache_sync_timeout: float = 60.0,
+        use_entry_points: bool = True,
+    ) -> None:
+        self.config = config
+        self.container = container if container is not None else RuntimeContainer(config=config)
+        if container is not None:
+            self.container.config.override(providers.Object(config))
+        self._extra_plugins = dict(extra_plugins or {})
+        self._use_entry_points = use_entry_points
+        self._source = config_source
+        self._sync_timeout = cache_sync_timeout
+        self.plugins: LoadedPlugins | None = None
+        self.features: list[_RunningFeature] = []
+        self.health: HealthServer | None = None
+        self._stopped = threading.Event()
+        self._started = False
+        self._uses_message_layer = False
+        # What was started, so stop() closes exactly that (providers build lazily).
+        self._running: list[tuple[str, Any]] = []
+
+    @property
+    def uses_message_layer(self) -> bool:
+        """False when the downstream transport was overridden (no websocket server)."""
+        return self._uses_message_layer
+
+    # -- assembly ---------------------------------------------------------------------
+
+    def load(self) -> LoadedPlugins:
+        """Import enabled plugins and validate their options (no I/O beyond imports)."""
+        if self.plugins is None:
+            self.plugins = load_plugins(
+                self.config,
+                source=self._source,
+                extra_plugins=self._extra_plugins,
+                use_entry_points=self._use_entry_points,
+            )
+        return self.plugins
+
+    def context(
+        self, feature_name: str = "", options: Any = None, workers: int = 1
+    ) -> ControllerContext:
+        c = self.container
+        return ControllerContext(
+            config=self.config,
+            kube=c.kube(),
+            informers=c.informers(),
+            send=c.downstream(),
+            upstream=c.upstream(),
+            events=c.events(),
+            metrics=c.metrics(),
+            worker_runtime=c.worker_runtime(),
+            clock=c.clock(),
+            feature_name=feature_name,
+            options=options,
+            workers=workers,
+        )
+
+    def start(self) -> None:
+        if self._started:
+            return
+        plugins = self.load()
+        hooks = plugins.hooks
+        hooks.configure_container(self.container)
+        if not self.container.pod_adjusters.overridden:
+            self.container.pod_adjusters.override(providers.Object((hooks.adjust_pod,)))
+        if self.config.credentials.injection == "env":
+            logger.warning(
+                "credentials.injection is env: S3 keys are written as plain values into pod "
+                "specs (Sedna's behaviour); use secretKeyRef unless edge nodes cannot resolve it"
+            )
+        self._uses_message_layer = not self.container.downstream.overridden
+        try:
+            for loaded in plugins.features:
+                ctx = self.context(loaded.feature.name, loaded.options, loaded.workers)
+                try:
+                    controller = loaded.feature.factory(ctx)
+                except Exception as exc:
+                    raise StartupError(
+                        f"plugin {loaded.plugin}: feature {loaded.feature.name} failed to "
+                        f"start: {type(exc).__name__}: {exc}"
+                    ) from exc
+                self.features.append(
+                    _RunningFeature(
+                        loaded.feature.name, loaded.plugin, controller, tuple(loaded.feature.kinds)
+                    )
+                )
+                logger.info(
+                    "feature {} (plugin {}) ready: kinds {}, {} worker(s)",
+                    loaded.feature.name,
+                    loaded.plugin,
+                    ", ".join(loaded.feature.kinds) or "-",
+                    loaded.workers,
+                )
+            self._start_runtime()
+            for feature in self.features:
+                feature.controller.start()
+            hooks.startup(self.context())
+        except Exception:
+            self.stop()
+            raise
+        self._started = True
+        logger.info("sedna-gm started with {} feature(s)", len(self.features))
+
+    def _start_runtime(self) -> None:
+        c = self.container
+        self._running.append(("event recorder", c.events()))  # stopped last: writes what is queued
+        informers = c.informers()
+        informers.start()
+        self._running.append(("informers", informers))
+        if not informers.wait_for_cache_sync(self._sync_timeout):
+            raise StartupError(f"informer caches did not sync within {self._sync_timeout:.0f} s")
+        if self._uses_message_layer:
+            if self.config.websocket.auth == "none":
+                logger.warning(
+                    "websocket.auth is none: LocalControllers are not authenticated "
+                    "(Sedna compatibility); use token authentication where LCs support it"
+                )
+            layer = c.message_layer()
+            registry = c.upstream()
+            for kind in registry.kinds():  # features registered theirs while being built
+                handler = registry.handler_for(kind)
+                assert handler is not None
+                layer.register_upstream(kind, handler)
+            layer.start()
+            self._running.append(("websocket server", layer))
+        if self.config.metrics.enabled:
+            self.health = HealthServer(
+                self.config.metrics.address, self.config.metrics.port, c.metrics().registry
+            )
+            self.health.add_liveness("ping", lambda: True)
+            self.health.add_readiness(
+                "informer-sync", lambda: all(i.has_synced() for i in informers.informers)
+            )
+            if self._uses_message_layer:
+                self.health.add_readiness("websocket", lambda: layer.port > 0)
+            self.health.start()
+
+    # -- running ----------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Start and block until `request_stop`; then stop cleanly."""
+        self.start()
+        try:
+            self._stopped.wait()
+        finally:
+            self.stop()
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+
+    def stop(self) -> None:
+        """Stop everything that was started, in reverse order; safe to call twice."""
+        for feature in reversed(self.features):
+            try:
+                feature.controller.stop()
+            except Exception as exc:
+                logger.warning("feature {} did not stop cleanly: {}", feature.name, exc)
+        if self.plugins is not None and self._started:
+            try:
+                self.plugins.hooks.shutdown(self.context())
+            except Exception as exc:
+                logger.warning("a plugin's shutdown hook failed: {}", exc)
+        self.features = []
+        if self.health is not None:
+            self.health.stop()
+            self.health = None
+        while self._running:
+            what, part = self._running.pop()
+            try:
+                part.stop()
+            except Exception as exc:
+                logger.warning("{} did not stop cleanly: {}", what, exc)
+        self._started = False
+        self._stopped.set()
+
+
+__all__ = ["Manager", "PluginError", "StartupError"]

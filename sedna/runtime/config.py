@@ -1,0 +1,318 @@
+"""gm.yaml: Sedna's GM keys with Sedna's defaults, plus the sections of this GM.
+
+Parsing goes through pydantic so that every error can name the file and the key
+path (`gm.yaml: websocket.port: expected an integer, got "abc"`); operators read
+these messages, not tracebacks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+ENV_PREFIX = "SEDNA_GM_"
+
+
+class ConfigError(Exception):
+    """A configuration problem, already phrased for the operator (source: key: reason)."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=True)
+
+
+class TLSConfig(_Section):
+    certFile: str = ""
+    keyFile: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.certFile and self.keyFile)
+
+
+class WebsocketConfig(_Section):
+    address: str = "0.0.0.0"
+    port: int = Field(default=9000, ge=0, le=65535)
+    # Sedna's Go LC sends no token; "none" keeps it working but must be chosen explicitly.
+    auth: Literal["token", "none"] = "token"
+    tokenFile: str = ""
+    tokenSecret: str = ""  # "namespace/name", key "token"
+    tls: TLSConfig = Field(default_factory=TLSConfig)
+    allowPlainCredentials: bool = False
+    maxFrameBytes: int = Field(default=1024 * 1024, gt=0)
+    maxQueuePerNode: int = Field(default=1000, gt=0)
+    updatesAsInsert: bool = True
+
+
+class ServerRef(_Section):
+    server: str
+
+
+class LocalControllerConfig(ServerRef):
+    server: str = "http://localhost:9100"
+
+
+class KnowledgeBaseConfig(ServerRef):
+    server: str = "http://localhost:9020"
+
+
+class LoggingConfig(_Section):
+    level: Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    format: Literal["text", "json"] = "text"
+
+
+class MetricsConfig(_Section):
+    """The HTTP endpoint for /metrics, /healthz and /readyz."""
+
+    enabled: bool = True
+    address: str = "0.0.0.0"
+    port: int = Field(default=9091, ge=0, le=65535)
+
+
+class LeaderElectionConfig(_Section):
+    enabled: bool = False
+    leaseName: str = "sedna-gm"
+    leaseNamespace: str = "sedna"
+    leaseDurationSeconds: float = Field(default=15.0, gt=0)
+    renewDeadlineSeconds: float = Field(default=10.0, gt=0)
+    retryPeriodSeconds: float = Field(default=2.0, gt=0)
+
+
+class CredentialsConfig(_Section):
+    # secretKeyRef keeps secret values out of pod specs; env is Sedna's plain-value behaviour.
+    injection: Literal["secretKeyRef", "env"] = "secretKeyRef"
+
+
+class StorageInitializerConfig(_Section):
+    image: str = "kubeedge/sedna-storage-initializer:v0.3.0"
+
+
+class SimulateConfig(_Section):
+    nodes: list[str] = Field(default_factory=list)
+    podStartSeconds: float = Field(default=1.0, ge=0)
+    podRunSeconds: float = Field(default=3.0, ge=0)
+    datasetGrowthPerSecond: float = Field(default=20.0, ge=0)
+
+
+class EmbeddedConfig(_Section):
+    enabled: bool = False
+    address: str = "127.0.0.1"
+    port: int = Field(default=6443, ge=0, le=65535)
+    stateDir: str = ".sedna-gm"
+    simulate: SimulateConfig = Field(default_factory=SimulateConfig)
+    apply: list[str] = Field(default_factory=list)
+
+
+class FeatureConfig(BaseModel):
+    """Per-feature switch and worker count; every other key is the feature's own option."""
+
+    model_config = ConfigDict(extra="allow", validate_default=True)
+
+    enabled: bool = True
+    workers: int = Field(default=1, ge=1, le=64)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class GMConfig(_Section):
+    kubeConfig: str = ""
+    master: str = ""
+    namespace: str = ""
+    websocket: WebsocketConfig = Field(default_factory=WebsocketConfig)
+    localController: LocalControllerConfig = Field(default_factory=LocalControllerConfig)
+    knowledgeBaseServer: KnowledgeBaseConfig = Field(default_factory=KnowledgeBaseConfig)
+    minResyncPeriodSeconds: int = Field(default=30, ge=1)
+    features: dict[str, FeatureConfig] = Field(default_factory=dict)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    leaderElection: LeaderElectionConfig = Field(default_factory=LeaderElectionConfig)
+    credentials: CredentialsConfig = Field(default_factory=CredentialsConfig)
+    storageInitializer: StorageInitializerConfig = Field(default_factory=StorageInitializerConfig)
+    embedded: EmbeddedConfig = Field(default_factory=EmbeddedConfig)
+
+    def feature(self, name: str) -> FeatureConfig:
+        """The section of one feature; an absent section means enabled with defaults."""
+        return self.features.get(name) or FeatureConfig()
+
+
+def _show(value: Any) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+_TYPE_WORDS = {
+    "int_parsing": "an integer",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "bool_parsing": "a boolean",
+    "bool_type": "a boolean",
+    "string_type": "a string",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "list_type": "a list",
+}
+
+
+def describe_error(err: Mapping[str, Any]) -> str:
+    """One pydantic error as `key.path: reason` in the operator's words."""
+    path = ".".join(str(p) for p in err.get("loc", ()))
+    kind = str(err.get("type", ""))
+    value = err.get("input")
+    if kind == "extra_forbidden":
+        reason = "unknown key"
+    elif kind == "missing":
+        reason = "required key is missing"
+    elif kind in _TYPE_WORDS:
+        reason = f"expected {_TYPE_WORDS[kind]}, got {_show(value)}"
+    elif kind == "literal_error":
+        expected = (err.get("ctx") or {}).get("expected", "")
+        reason = f"expected one of {expected}, got {_show(value)}"
+    else:
+        reason = f"{err.get('msg', 'invalid value')}, got {_show(value)}"
+    return f"{path}: {reason}" if path else reason
+
+
+def validation_message(source: str, exc: ValidationError, prefix: str = "") -> str:
+    lines = []
+    for err in exc.errors():
+        text = describe_error(err)
+        lines.append(f"{source}: {prefix}{text}")
+    return "\n".join(lines)
+
+
+def _env_key(name: str) -> str:
+    return name.replace("-", "_").upper()
+
+
+def _apply_override(
+    data: dict[str, Any],
+    model: type[BaseModel] | None,
+    rest: str,
+    value: Any,
+    var: str,
+    known: tuple[str, ...] = (),
+) -> None:
+    """Place one SEDNA_GM_ value by matching the upper-cased remainder against known keys.
+
+    `model` is None inside free-form sections (the features map, a feature's options),
+    where the keys present in the file are the known ones.
+    """
+    keys: list[str] = list(model.model_fields) if model is not None else list(data)
+    # Longest keys first so that FEATURES_INCREMENTAL_LEARNING_WORKERS finds the feature name.
+    for key in sorted(keys, key=len, reverse=True):
+        norm = _env_key(key)
+        if rest == norm:
+            data[key] = value
+            return
+        if not rest.startswith(norm + "_"):
+            continue
+        sub_model: type[BaseModel] | None = None
+        if model is not None:
+            ann = model.model_fields[key].annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                sub_model = ann
+            elif key != "features":
+                continue  # a scalar key that merely shares a prefix
+        sub = data.get(key)
+        if key == "features" and model is not None:
+            sub = _features_with_known(sub, known)
+            data[key] = sub
+        if not isinstance(sub, dict):
+            sub = {}
+            data[key] = sub
+        _apply_override(sub, sub_model, rest[len(norm) + 1 :], value, var, known)
+        return
+    if model is None:
+        # A feature or option not in the file: keep the key in gm.yaml's camelCase style.
+        data[_free_key(rest)] = value
+        return
+    raise ConfigError(f"environment {var}: no such key in gm.yaml")
+
+
+def _features_with_known(sub: Any, known: tuple[str, ...]) -> Any:
+    """Let overrides name installed features that the file does not mention."""
+    if sub is None:
+        sub = {}
+    if not isinstance(sub, dict):
+        return sub
+    for name in known:
+        sub.setdefault(name, {})
+    return sub
+
+
+def _free_key(rest: str) -> str:
+    """FEATURE_OPTION_NAME -> camelCase, the style of gm.yaml keys."""
+    parts = rest.lower().split("_")
+    return parts[0] + "".join(p.title() for p in parts[1:])
+
+
+def apply_env_overrides(
+    data: dict[str, Any], environ: Mapping[str, str], known_features: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    for var in sorted(environ):
+        if not var.startswith(ENV_PREFIX) or var == ENV_PREFIX + "CONFIG":
+            continue
+        raw = environ[var]
+        try:
+            value = yaml.safe_load(raw) if raw != "" else ""
+        except yaml.YAMLError:
+            value = raw
+        _apply_override(data, GMConfig, var[len(ENV_PREFIX) :], value, var, known_features)
+    return data
+
+
+def load_config(
+    path: str | Path | None,
+    environ: Mapping[str, str] | None = None,
+    known_features: tuple[str, ...] = (),
+) -> GMConfig:
+    """Read gm.yaml (None = defaults only) and the SEDNA_GM_ overrides; raise ConfigError.
+
+    `known_features` are installed feature names, so that an override can address a
+    feature the file does not mention (feature names may contain underscores).
+    """
+    environ = os.environ if environ is None else environ
+    source = str(path) if path is not None else "defaults"
+    data: Any = {}
+    if path is not None:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"{source}: file not found") from None
+        except OSError as exc:
+            raise ConfigError(f"{source}: cannot read: {exc.strerror}") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise ConfigError(f"{source}: not valid YAML{where}: {problem}") from None
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source}: expected a mapping at the top level, got {_show(data)}")
+    data = apply_env_overrides(data, environ, known_features)
+    try:
+        return GMConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(validation_message(source, exc)) from None
+
+
+def effective_config(cfg: GMConfig) -> dict[str, Any]:
+    """The config as gm.yaml keys, for `sedna-gm check-config`."""
+    return cfg.model_dump(mode="json")

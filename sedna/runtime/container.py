@@ -1,0 +1,94 @@
+"""The runtime's services as dependency-injector providers.
+
+An embedding application overrides any provider before the manager builds from it,
+e.g. `container.downstream.override(providers.Object(my_send))` to use its own edge
+transport; features never know the difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from dependency_injector import containers, providers
+from kubernetes.client import ApiClient
+
+from sedna.runtime.clock import RealClock
+from sedna.runtime.config import GMConfig
+from sedna.runtime.events import EventRecorder
+from sedna.runtime.informers import SharedInformerFactory
+from sedna.runtime.kube import SECRETS, KubeClient, NotFound, api_client_from_config
+from sedna.runtime.messaging import MessageLayer, file_token_provider, secret_token_provider
+from sedna.runtime.metrics import Metrics
+from sedna.runtime.upstream import UpstreamRegistry
+from sedna.runtime.workers import WorkerRuntime
+
+PodAdjuster = Callable[[dict[str, Any], Mapping[str, Any], str], None]
+
+
+def _api_client(config: GMConfig) -> ApiClient:
+    return api_client_from_config(config.kubeConfig, config.master)
+
+
+def _token_provider(config: GMConfig, kube: KubeClient) -> Callable[[], Iterable[str]] | None:
+    ws = config.websocket
+    if ws.auth == "none":
+        return None
+    if ws.tokenFile:
+        return file_token_provider(ws.tokenFile)
+    if ws.tokenSecret:
+
+        def get_secret(namespace: str, name: str) -> Mapping[str, Any] | None:
+            try:
+                return kube.resource(SECRETS).get(namespace, name)
+            except NotFound:
+                return None
+
+        return secret_token_provider(get_secret, ws.tokenSecret)
+    raise ValueError(
+        "websocket.auth is token but neither websocket.tokenFile nor websocket.tokenSecret "
+        "is set (set one, or choose websocket.auth: none for Sedna's unauthenticated LCs)"
+    )
+
+
+def _message_layer(config: GMConfig, metrics: Metrics, kube: KubeClient) -> MessageLayer:
+    return MessageLayer(
+        config.websocket, metrics=metrics, token_provider=_token_provider(config, kube)
+    )
+
+
+def _send_of(layer: MessageLayer) -> Callable[[str, str, Mapping[str, Any]], None]:
+    return layer.send
+
+
+class RuntimeContainer(containers.DeclarativeContainer):
+    """Providers for everything a feature controller may use.
+
+    Singletons are built lazily: a provider that nobody asks for (e.g. the websocket
+    server when `downstream` is overridden) is never built.
+    """
+
+    config = providers.Dependency(instance_of=GMConfig)
+    clock = providers.Singleton(RealClock)
+    metrics = providers.Singleton(Metrics)
+    api_client = providers.Singleton(_api_client, config)
+    kube = providers.Singleton(KubeClient, api_client)
+    informers = providers.Singleton(
+        SharedInformerFactory,
+        kube,
+        namespace=config.provided.namespace,
+        min_resync_period=config.provided.minResyncPeriodSeconds,
+        clock=clock,
+    )
+    upstream = providers.Singleton(UpstreamRegistry)
+    message_layer = providers.Singleton(_message_layer, config, metrics, kube)
+    downstream = providers.Singleton(_send_of, message_layer)
+    events = providers.Singleton(EventRecorder, kube, metrics=metrics, clock=clock)
+    pod_adjusters: providers.Provider[Any] = providers.Object(())
+    worker_runtime = providers.Singleton(
+        WorkerRuntime,
+        kube,
+        storage_initializer_image=config.provided.storageInitializer.image,
+        credential_injection=config.provided.credentials.injection,
+        pod_adjusters=pod_adjusters,
+    )

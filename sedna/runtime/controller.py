@@ -1,0 +1,342 @@
+"""The reconcile loop every feature controller repeats (controller-runtime's Controller).
+
+A feature subclasses `Controller` and implements `sync(key)`; event handlers
+call `enqueue(key)`. N worker threads take keys from one `RateLimitingQueue`
+(so a key is never synced by two workers at once) and act on the outcome:
+
+| sync outcome                        | queue action                      | result label    |
+|-------------------------------------|-----------------------------------|-----------------|
+| returns None / `Result()`           | `forget`                          | `success`       |
+| `Result(requeue_after=s)`, s > 0    | `forget` + `add_after(s)`         | `requeue_after` |
+| `Result(requeue=True)`              | `add_rate_limited` (backoff)      | `requeue`       |
+| raises `Exception`                  | log + `add_rate_limited`          | `error`         |
+| raises other `BaseException`        | log + `add_rate_limited`, panic   | `error`         |
+| returns something else              | log + `add_rate_limited`          | `error`         |
+
+`requeue_after` wins over `requeue`, and a non-positive `requeue_after` is
+ignored, as in controller-runtime. `done` is always called.
+
+Why a `BaseException` does not end the worker: in a worker thread, signals
+never arrive (Python delivers them to the main thread), so a
+`KeyboardInterrupt` or `SystemExit` seen here was raised by the sync itself,
+typically `sys.exit()` deep in some library. Letting it propagate would end
+the thread *silently* (`threading` ignores `SystemExit`), leaving the
+controller one worker short with nothing in the logs. It is logged with its
+traceback, counted as a panic (and an error, like controller-runtime's
+recovered panics), the key is retried with backoff, and the worker goes on.
+Stopping the process is the manager's job, through `stop()`.
+
+Metrics go through `ControllerMetricsProvider`. The `metrics` argument also
+accepts a `CollectorRegistry` or any object with a `registry` attribute (the
+runtime's `Metrics`): then the prometheus providers of that registry are used
+for both the controller and its queue.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from loguru import logger
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from sedna.runtime.clock import Clock, RealClock
+from sedna.runtime.workqueue import (
+    PrometheusWorkqueueMetrics,
+    RateLimiter,
+    RateLimitingQueue,
+    WorkqueueMetricsProvider,
+)
+
+__all__ = [
+    "Controller",
+    "ControllerMetricsProvider",
+    "NoopControllerMetrics",
+    "PrometheusControllerMetrics",
+    "Result",
+]
+
+# controller-runtime's reconcile time buckets.
+RECONCILE_BUCKETS: tuple[float, ...] = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7,
+    0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15,
+    20, 25, 30, 40, 50, 60,
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a sync asks for besides "done": a retry with backoff or a timed look."""
+
+    requeue: bool = False
+    requeue_after: float | None = None
+
+
+@runtime_checkable
+class ControllerMetricsProvider(Protocol):
+    def observe_reconcile(self, controller: str, result: str, seconds: float) -> None:
+        """One sync finished with `result` after `seconds` of clock time."""
+        ...
+
+    def inc_reconcile_error(self, controller: str) -> None: ...
+
+    def inc_reconcile_panic(self, controller: str) -> None: ...
+
+
+class _HasRegistry(Protocol):
+    @property
+    def registry(self) -> CollectorRegistry: ...
+
+
+class NoopControllerMetrics:
+    def observe_reconcile(self, controller: str, result: str, seconds: float) -> None:
+        pass
+
+    def inc_reconcile_error(self, controller: str) -> None:
+        pass
+
+    def inc_reconcile_panic(self, controller: str) -> None:
+        pass
+
+
+class PrometheusControllerMetrics:
+    """controller_reconcile_* families on one registry, shared by all controllers."""
+
+    _by_registry: weakref.WeakKeyDictionary[CollectorRegistry, PrometheusControllerMetrics] = (
+        weakref.WeakKeyDictionary()
+    )
+    _by_registry_lock = threading.Lock()
+
+    @classmethod
+    def for_registry(cls, registry: CollectorRegistry) -> PrometheusControllerMetrics:
+        """The one provider of `registry` (families cannot be registered twice)."""
+        with cls._by_registry_lock:
+            provider = cls._by_registry.get(registry)
+            if provider is None:
+                provider = cls(registry)
+            return provider
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        """Register the families on `registry`; prefer `for_registry` to share them."""
+        self.reconcile_total = Counter(
+            "controller_reconcile_total",
+            "Total number of reconciliations per controller",
+            ("controller", "result"),
+            registry=registry,
+        )
+        self.reconcile_errors = Counter(
+            "controller_reconcile_errors_total",
+            "Total number of reconciliation errors per controller",
+            ("controller",),
+            registry=registry,
+        )
+        self.reconcile_panics = Counter(
+            "controller_reconcile_panics_total",
+            "Total number of reconciliation panics per controller",
+            ("controller",),
+            registry=registry,
+        )
+        self.reconcile_time = Histogram(
+            "controller_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            ("controller",),
+            registry=registry,
+            buckets=RECONCILE_BUCKETS,
+        )
+        PrometheusControllerMetrics._by_registry.setdefault(registry, self)
+
+    def observe_reconcile(self, controller: str, result: str, seconds: float) -> None:
+        self.reconcile_total.labels(controller=controller, result=result).inc()
+        self.reconcile_time.labels(controller=controller).observe(seconds)
+
+    def inc_reconcile_error(self, controller: str) -> None:
+        self.reconcile_errors.labels(controller=controller).inc()
+
+    def inc_reconcile_panic(self, controller: str) -> None:
+        self.reconcile_panics.labels(controller=controller).inc()
+
+
+def _resolve_metrics(
+    metrics: ControllerMetricsProvider | _HasRegistry | CollectorRegistry | None,
+) -> tuple[ControllerMetricsProvider, WorkqueueMetricsProvider | None]:
+    if metrics is None:
+        return NoopControllerMetrics(), None
+    if isinstance(metrics, ControllerMetricsProvider):
+        return metrics, None
+    registry = metrics if isinstance(metrics, CollectorRegistry) else metrics.registry
+    return (
+        PrometheusControllerMetrics.for_registry(registry),
+        PrometheusWorkqueueMetrics.for_registry(registry),
+    )
+
+
+class Controller:
+    """Worker threads around a rate-limited queue of string keys; subclass and `sync`."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        workers: int = 1,
+        queue: RateLimitingQueue[str] | None = None,
+        metrics: ControllerMetricsProvider | _HasRegistry | CollectorRegistry | None = None,
+        workqueue_metrics: WorkqueueMetricsProvider | None = None,
+        rate_limiter: RateLimiter[str] | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        """Build the controller; `queue` defaults to Sedna's 10 s..360 s backoff queue.
+
+        `workqueue_metrics` and `rate_limiter` apply only to the default queue.
+        """
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.name = name
+        self.workers = workers
+        self.clock: Clock = clock if clock is not None else RealClock()
+        self._metrics, registry_wq_metrics = _resolve_metrics(metrics)
+        if queue is None:
+            queue = RateLimitingQueue(
+                name,
+                rate_limiter=rate_limiter,
+                clock=self.clock,
+                metrics=workqueue_metrics if workqueue_metrics is not None else registry_wq_metrics,
+            )
+        self.queue: RateLimitingQueue[str] = queue
+        self._threads: list[threading.Thread] = []
+        self._abandon = False
+        self._started = False
+        self._state_lock = threading.Lock()
+
+    # -- for subclasses ----------------------------------------------------
+
+    def sync(self, key: str) -> Result | None:
+        """Move the object named by `key` one step toward its spec; idempotent."""
+        raise NotImplementedError
+
+    # -- feeding the queue -------------------------------------------------
+
+    def enqueue(self, key: str) -> None:
+        self.queue.add(key)
+
+    def enqueue_after(self, key: str, delay: float) -> None:
+        self.queue.add_after(key, delay)
+
+    def enqueue_rate_limited(self, key: str) -> None:
+        self.queue.add_rate_limited(key)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def run(self) -> None:
+        """Start the worker threads and return."""
+        with self._state_lock:
+            if self._started:
+                raise RuntimeError(f"controller {self.name} already started")
+            if self.queue.shutting_down():
+                raise RuntimeError(f"controller {self.name} was stopped")
+            self._started = True
+            for i in range(self.workers):
+                thread = threading.Thread(
+                    target=self._worker, name=f"{self.name}-worker-{i}", daemon=True
+                )
+                self._threads.append(thread)
+                thread.start()
+        logger.debug("controller {} started {} workers", self.name, self.workers)
+
+    def stop(self, drain: bool = True, timeout: float | None = None) -> None:
+        """Stop accepting keys and join the workers.
+
+        `drain=True` syncs every key already queued (pending delayed keys are
+        dropped); `drain=False` lets running syncs finish and drops the rest.
+        Callable from a sync: that worker is then not joined.
+        """
+        if not drain:
+            self._abandon = True
+        self.queue.shut_down()
+        current = threading.current_thread()
+        for thread in self._threads:
+            if thread is not current:
+                thread.join(timeout)
+        alive = [t.name for t in self._threads if t.is_alive() and t is not current]
+        if alive:
+            logger.warning("controller {}: workers still running after stop: {}", self.name, alive)
+
+    def is_running(self) -> bool:
+        """Whether any worker thread is alive."""
+        return any(t.is_alive() for t in self._threads)
+
+    def wait_idle(self, timeout: float | None = 5.0) -> bool:
+        """Block (real time) until no key is queued, processing or due; for tests.
+
+        Keys waiting for a future time on the clock do not count.
+        """
+        return self.queue.wait_idle(timeout)
+
+    # -- the loop ----------------------------------------------------------
+
+    def _worker(self) -> None:
+        queue = self.queue
+        while True:
+            key, shutdown = queue.get()
+            if shutdown or key is None:
+                return
+            try:
+                if not self._abandon:
+                    self._process(key)
+            except BaseException as exc:  # the loop itself failed (e.g. a metrics hook)
+                logger.opt(exception=exc).error(
+                    "controller {}: internal error handling key {!r}", self.name, key
+                )
+            finally:
+                queue.done(key)
+
+    def _process(self, key: str) -> None:
+        start = self.clock.now()
+        try:
+            outcome = self.sync(key)
+        except Exception as exc:
+            logger.opt(exception=exc).bind(controller=self.name, key=key).error(
+                "controller {}: sync of {!r} failed: {!r}", self.name, key, exc
+            )
+            self._metrics.inc_reconcile_error(self.name)
+            label = "error"
+            self.queue.add_rate_limited(key)
+        except BaseException as exc:
+            logger.opt(exception=exc).bind(controller=self.name, key=key).critical(
+                "controller {}: sync of {!r} raised {!r}; treated as a crash, worker goes on",
+                self.name,
+                key,
+                exc,
+            )
+            self._metrics.inc_reconcile_panic(self.name)
+            self._metrics.inc_reconcile_error(self.name)
+            label = "error"
+            self.queue.add_rate_limited(key)
+        else:
+            label = self._apply(key, outcome)
+        self._metrics.observe_reconcile(self.name, label, self.clock.now() - start)
+
+    def _apply(self, key: str, outcome: object) -> str:
+        if outcome is None:
+            self.queue.forget(key)
+            return "success"
+        if not isinstance(outcome, Result):
+            logger.bind(controller=self.name, key=key).error(
+                "controller {}: sync of {!r} returned {!r}, not a Result or None",
+                self.name,
+                key,
+                outcome,
+            )
+            self._metrics.inc_reconcile_error(self.name)
+            self.queue.add_rate_limited(key)
+            return "error"
+        if outcome.requeue_after is not None and outcome.requeue_after > 0:
+            self.queue.forget(key)
+            self.queue.add_after(key, outcome.requeue_after)
+            return "requeue_after"
+        if outcome.requeue:
+            self.queue.add_rate_limited(key)
+            return "requeue"
+        self.queue.forget(key)
+        return "success"

@@ -1,0 +1,170 @@
+"""Kubernetes Events about the objects the GM controls, as `kubectl describe` shows them.
+
+Events are written from a background thread (as client-go's broadcaster does) so a
+reconcile never waits on them; repeats of the same event on the same object bump
+`count` instead of creating a new Event, like client-go's correlator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from loguru import logger
+
+from sedna.runtime.clock import Clock, RealClock
+from sedna.runtime.kube import EVENTS, KubeClient, NotFound
+
+if TYPE_CHECKING:
+    from sedna.runtime.metrics import Metrics
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+_STOP = object()
+
+
+@dataclass(frozen=True)
+class _Pending:
+    involved: dict[str, Any]
+    type: str
+    reason: str
+    message: str
+
+
+def _rfc3339(clock: Clock) -> str:
+    return clock.wall().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        kube: KubeClient,
+        *,
+        component: str = "sedna-gm",
+        metrics: Metrics | None = None,
+        clock: Clock | None = None,
+        max_pending: int = 10000,
+        cache_size: int = 4096,
+    ) -> None:
+        self._kube = kube
+        self._component = component
+        self._metrics = metrics
+        self._clock = clock or RealClock()
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=max_pending)
+        self._seen: OrderedDict[tuple[str, str, str, str], tuple[str, str, int]] = OrderedDict()
+        self._cache_size = cache_size
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        """Record an event about `obj` (a resource dict); never blocks, never raises."""
+        meta = obj.get("metadata") or {}
+        involved = {
+            "apiVersion": obj.get("apiVersion", ""),
+            "kind": obj.get("kind", ""),
+            "name": meta.get("name", ""),
+            "namespace": meta.get("namespace", ""),
+            "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion", ""),
+        }
+        if self._metrics is not None:
+            self._metrics.events_emitted.labels(type_, reason).inc()
+        try:
+            self._queue.put_nowait(_Pending(involved, type_, reason, message[:1024]))
+        except queue.Full:
+            logger.warning("event queue full, dropping event {} on {}", reason, involved["name"])
+        self._ensure_thread()
+
+    def normal(self, obj: Mapping[str, Any], reason: str, message: str) -> None:
+        self.event(obj, NORMAL, reason, message)
+
+    def warning(self, obj: Mapping[str, Any], reason: str, message: str) -> None:
+        self.event(obj, WARNING, reason, message)
+
+    def flush(self, timeout: float = 5.0) -> None:
+        """Wait until every recorded event is written (tests, shutdown)."""
+        done = threading.Event()
+        self._queue.put(done)
+        self._ensure_thread()
+        done.wait(timeout)
+
+    def stop(self) -> None:
+        thread = self._thread
+        if thread is None:
+            return
+        self._queue.put(_STOP)
+        thread.join(timeout=5)
+        self._thread = None
+
+    def _ensure_thread(self) -> None:
+        if self._thread is not None:
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="event-recorder", daemon=True
+                )
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            if isinstance(item, threading.Event):
+                item.set()
+                continue
+            assert isinstance(item, _Pending)
+            try:
+                self._write(item)
+            except Exception as exc:  # an event must never take the GM down
+                logger.warning(
+                    "cannot write event {} on {}/{}: {}",
+                    item.reason,
+                    item.involved["namespace"],
+                    item.involved["name"],
+                    exc,
+                )
+
+    def _write(self, ev: _Pending) -> None:
+        ns = ev.involved["namespace"] or "default"
+        key = (ev.involved["uid"] or ns + "/" + ev.involved["name"], ev.type, ev.reason, ev.message)
+        now = _rfc3339(self._clock)
+        client = self._kube.resource(EVENTS)
+        known = self._seen.get(key)
+        if known is not None:
+            name, event_ns, count = known
+            with contextlib.suppress(NotFound):
+                client.patch(event_ns, name, {"count": count + 1, "lastTimestamp": now})
+                self._remember(key, (name, event_ns, count + 1))
+                return
+        name = f"{ev.involved['name'] or 'unknown'}.{uuid.uuid4().hex[:16]}"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": ns},
+            "involvedObject": ev.involved,
+            "reason": ev.reason,
+            "message": ev.message,
+            "type": ev.type,
+            "count": 1,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "source": {"component": self._component},
+            "reportingComponent": self._component,
+        }
+        client.create(ns, body)
+        self._remember(key, (name, ns, 1))
+
+    def _remember(self, key: tuple[str, str, str, str], value: tuple[str, str, int]) -> None:
+        self._seen[key] = value
+        self._seen.move_to_end(key)
+        while len(self._seen) > self._cache_size:
+            self._seen.popitem(last=False)

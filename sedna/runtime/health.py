@@ -1,0 +1,89 @@
+"""/metrics, /healthz and /readyz on one small HTTP endpoint.
+
+Readiness is a set of named checks (caches synced, websocket listening, ...) so the
+answer says which one is failing, as kube-apiserver's /readyz?verbose does.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+Check = Callable[[], bool]
+
+
+class HealthServer:
+    def __init__(self, address: str, port: int, registry: CollectorRegistry) -> None:
+        self._address = address
+        self._port = port
+        self._registry = registry
+        self._live: dict[str, Check] = {}
+        self._ready: dict[str, Check] = {}
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def add_liveness(self, name: str, check: Check) -> None:
+        self._live[name] = check
+
+    def add_readiness(self, name: str, check: Check) -> None:
+        self._ready[name] = check
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1] if self._server else self._port
+
+    def report(self, which: str) -> tuple[bool, str]:
+        checks = self._live if which == "healthz" else self._ready
+        lines, ok = [], True
+        for name, check in sorted(checks.items()):
+            try:
+                good = bool(check())
+            except Exception:
+                good = False
+            ok = ok and good
+            lines.append(f"[{'+' if good else '-'}]{name} {'ok' if good else 'failed'}")
+        lines.append(f"{which} check {'passed' if ok else 'failed'}")
+        return ok, "\n".join(lines) + "\n"
+
+    def start(self) -> None:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._send(200, generate_latest(outer._registry), CONTENT_TYPE_LATEST)
+                elif path in ("/healthz", "/livez", "/readyz"):
+                    ok, text = outer.report("readyz" if path == "/readyz" else "healthz")
+                    self._send(200 if ok else 503, text.encode(), "text/plain; charset=utf-8")
+                else:
+                    self._send(404, b"not found\n", "text/plain; charset=utf-8")
+
+            def _send(self, code: int, body: bytes, ctype: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:  # quiet
+                return
+
+        self._server = ThreadingHTTPServer((self._address, self._port), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="health-server", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None

@@ -1,0 +1,72 @@
+"""loguru for everything: our logs, and the standard `logging` of the client and urllib3.
+
+Text for people by default; one JSON object per line for log collectors.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from types import FrameType
+from typing import Any, TextIO
+
+import orjson
+from loguru import logger
+
+
+class InterceptHandler(logging.Handler):
+    """Routes standard-library records into loguru, keeping level and origin."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            level: str | int = logger.level(record.levelname).name
+        except ValueError:
+            level = record.levelno
+        frame: FrameType | None = logging.currentframe()
+        depth = 2
+        while frame is not None and frame.f_code.co_filename == logging.__file__:
+            frame = frame.f_back
+            depth += 1
+        logger.opt(depth=depth, exception=record.exc_info).log(level, record.getMessage())
+
+
+def _json_sink(stream: TextIO) -> Any:
+    def sink(message: Any) -> None:
+        record = message.record
+        doc: dict[str, Any] = {
+            "time": record["time"].isoformat(),
+            "level": record["level"].name,
+            "message": record["message"],
+            "logger": record["name"],
+            "function": record["function"],
+            "line": record["line"],
+        }
+        if record["extra"]:
+            doc["extra"] = record["extra"]
+        if record["exception"] is not None:
+            doc["exception"] = "".join(traceback.format_exception(*record["exception"]))
+        stream.write(orjson.dumps(doc, default=str).decode() + "\n")
+        stream.flush()
+
+    return sink
+
+
+TEXT_FORMAT = (
+    "<green>{time:YYYY-MM-DD HH:mm:ss.SSS}</green> <level>{level: <7}</level> "
+    "<cyan>{name}</cyan> {message}"
+)
+
+
+def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | None = None) -> None:
+    out = stream or sys.stderr
+    logger.remove()
+    if fmt == "json":
+        logger.add(_json_sink(out), level=level, backtrace=False, diagnose=False)
+    else:
+        logger.add(out, level=level, format=TEXT_FORMAT, backtrace=False, diagnose=False)
+    logging.basicConfig(handlers=[InterceptHandler()], level=0, force=True)
+    # Libraries' chatter only when the operator asked for debugging.
+    quiet = logging.DEBUG if level in ("TRACE", "DEBUG") else logging.WARNING
+    for name in ("urllib3", "kubernetes", "websockets", "aiohttp", "asyncio"):
+        logging.getLogger(name).setLevel(quiet)

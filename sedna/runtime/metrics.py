@@ -1,0 +1,48 @@
+"""One Prometheus registry per runtime, and the GM's own metric families.
+
+A registry per runtime (not the process-global default) lets several runtimes live
+in one process, as tests and embedding applications need.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class Metrics:
+    """The metric families that span features: LC connections and messages.
+
+    Workqueue and controller families are created on `registry` by their own modules.
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.lc_connected_nodes = Gauge(
+            "lc_connected_nodes", "LocalControllers connected now", registry=r
+        )
+        self.lc_messages_sent = Counter(
+            "lc_messages_sent", "Messages written to LCs", ["kind"], registry=r
+        )
+        self.lc_messages_received = Counter(
+            "lc_messages_received", "Messages received from LCs", ["kind"], registry=r
+        )
+        self.lc_messages_rejected = Counter(
+            "lc_messages_rejected", "LC frames rejected", ["reason"], registry=r
+        )
+        self.lc_messages_dropped = Counter(
+            "lc_messages_dropped",
+            "Downstream messages dropped because a node's queue was full",
+            ["kind"],
+            registry=r,
+        )
+        self.lc_queue_depth = Gauge(
+            "lc_queue_depth", "Downstream messages waiting per node", ["node"], registry=r
+        )
+        self.upstream_handler_seconds = Histogram(
+            "lc_upstream_handler_seconds", "Time spent in upstream handlers", ["kind"], registry=r
+        )
+        self.events_emitted = Counter(
+            "kube_events_emitted", "Kubernetes Events written", ["type", "reason"], registry=r
+        )
+        self.leader = Gauge("leader_election_is_leader", "1 while this GM leads", registry=r)

@@ -1,0 +1,62 @@
+"""What a plugin needs to declare itself: the hook marker and the feature description.
+
+It lives in the runtime (not in `sedna.plugins`) because plugins may import only
+`sedna.runtime`; the manager side (specs, loading) stays above it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pluggy
+
+if TYPE_CHECKING:
+    from sedna.runtime.context import ControllerContext
+
+PROJECT = "sedna"
+
+hookimpl = pluggy.HookimplMarker(PROJECT)
+"""Marks a plugin function as an implementation of a hook in `sedna.plugins.hookspecs`."""
+
+
+class FeatureController(Protocol):
+    """What a feature factory returns: something the manager can start and stop."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+OptionsValidator = Callable[[Mapping[str, Any]], Any]
+"""Takes the feature's own options from gm.yaml and returns the validated form.
+
+Raise `FeatureOptionsError` (or pydantic's ValidationError) naming the key on bad input.
+"""
+
+
+class FeatureOptionsError(ValueError):
+    """A feature's option is wrong; `key` is relative to the feature's gm.yaml section."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}")
+        self.key = key
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One feature a plugin provides.
+
+    `name` is the key under `features:` in gm.yaml and must equal the plugin's entry
+    point name, so a disabled feature can be blocked before its module is imported.
+    `kinds` are the Sedna kinds it controls (two features may not claim one kind).
+    """
+
+    name: str
+    kinds: Sequence[str]
+    factory: Callable[[ControllerContext], FeatureController]
+    validate_options: OptionsValidator | None = None
+    description: str = ""
+    default_options: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,41 @@
+"""Env var and list helpers shared by pods and deployments.
+
+Go appends system env vars and mounts after the template's, so a template
+entry with the same name is shadowed (the kubelet keeps the last one) and
+the API server warns, or rejects a duplicate mount path. We give the same
+effective result without duplicates: an injected entry replaces an
+existing one with the same key, in place of appending a second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["env_list", "inject_by_key", "merge_first_wins"]
+
+
+def env_list(env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Plain ``EnvVar`` dicts in mapping order; an empty value is omitted (Go's omitempty)."""
+    return [{"name": k, "value": v} if v != "" else {"name": k} for k, v in env.items()]
+
+
+def merge_first_wins(
+    current: list[dict[str, Any]], new: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Sedna's ``MergeSecretEnvs(now, new, overwrite=false)``: the first of a name wins."""
+    names = {e["name"] for e in current}
+    for e in new:
+        if e["name"] not in names:
+            current.append(dict(e))
+            names.add(e["name"])
+    return current
+
+
+def inject_by_key(
+    target: list[dict[str, Any]], entries: Iterable[Mapping[str, Any]], key: str
+) -> None:
+    """Append ``entries`` to ``target``, dropping earlier items with the same ``key`` value."""
+    for entry in entries:
+        target[:] = [t for t in target if t.get(key) != entry.get(key)]
+        target.append(dict(entry))

@@ -1,0 +1,102 @@
+"""Building a worker pod from a job's pod template (Sedna's ``injectWorkerParam``).
+
+Pure: the only input besides the arguments is the secret getter, so the
+same job, template and parameters always give the same pod, which is what
+makes level-triggered reconciles and the parity fixtures possible.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from sedna.runtime.workers.credentials import CredentialInjection
+from sedna.runtime.workers.env import env_list, inject_by_key
+from sedna.runtime.workers.hot_update import hot_update_env, hot_update_volume
+from sedna.runtime.workers.labels import (
+    JobRef,
+    controller_owner_reference,
+    generate_labels,
+    job_ref,
+)
+from sedna.runtime.workers.storage import SecretGetter, apply_storage, plan_storage
+from sedna.runtime.workers.types import INFERENCE_POD_TYPE, WorkerParam
+
+__all__ = ["build_worker_pod", "template_spec"]
+
+
+def template_spec(job: JobRef, template: Mapping[str, Any], field: str) -> dict[str, Any]:
+    """A deep copy of the template's spec; it must have at least one container.
+
+    The copy protects the informer cache the template usually comes from.
+    """
+    spec = template.get("spec")
+    if not isinstance(spec, Mapping):
+        raise job.error(f"{field}.spec", "pod template has no spec")
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise job.error(f"{field}.spec.containers", "pod template has no containers")
+    for i, c in enumerate(containers):
+        if not isinstance(c, Mapping):
+            raise job.error(f"{field}.spec.containers[{i}]", "container is not an object")
+    return copy.deepcopy(dict(spec))
+
+
+def build_worker_pod(
+    job: Mapping[str, Any],
+    template: Mapping[str, Any],
+    param: WorkerParam,
+    *,
+    get_secret: SecretGetter,
+    image: str,
+    mode: CredentialInjection,
+    field: str = "spec.template",
+) -> dict[str, Any]:
+    """The pod Sedna's ``CreatePodWithTemplate`` would send, as a dict.
+
+    Metadata takes only labels, annotations and finalizers from the template
+    (``GetPodFromTemplate``); the env order in every container is: the
+    template's, ``DATA_PATH_PREFIX``, worker credentials, then
+    ``param.env``, the mount env vars and the hot-update env vars.
+    """
+    ref = job_ref(job)
+    spec = template_spec(ref, template, field)
+    tmeta = template.get("metadata") or {}
+
+    plan = plan_storage(ref, param.mounts, get_secret, mode, field_prefix=f"{field}.")
+    apply_storage(spec, plan, image)
+
+    env = dict(param.env)
+    env.update(plan.env)
+    if param.worker_type.lower() == INFERENCE_POD_TYPE and param.model_hot_update.enable:
+        volume, mount = hot_update_volume(ref)
+        inject_by_key(spec.setdefault("volumes", []), [volume], "name")
+        for c in spec["containers"]:
+            inject_by_key(c.setdefault("volumeMounts", []), [mount], "mountPath")
+        env.update(hot_update_env(param.model_hot_update))
+    envs = env_list(env)
+    if envs:
+        for c in spec["containers"]:
+            inject_by_key(c.setdefault("env", []), envs, "name")
+
+    labels = {str(k): str(v) for k, v in (tmeta.get("labels") or {}).items()}
+    labels.update(generate_labels(ref, param.worker_type))
+    metadata: dict[str, Any] = {
+        "generateName": f"{ref.name}-{param.worker_type.lower()}-",
+        "namespace": ref.namespace,
+        "labels": labels,
+        "ownerReferences": [controller_owner_reference(ref)],
+    }
+    if tmeta.get("annotations"):
+        metadata["annotations"] = copy.deepcopy(dict(tmeta["annotations"]))
+    if tmeta.get("finalizers"):
+        metadata["finalizers"] = list(tmeta["finalizers"])
+
+    if param.host_network:
+        spec["hostNetwork"] = True
+    if not spec.get("restartPolicy") and param.restart_policy:
+        spec["restartPolicy"] = param.restart_policy
+    if param.dns_policy:
+        spec["dnsPolicy"] = param.dns_policy
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
