@@ -103,8 +103,8 @@ def _run(config: GMConfig, source: str) -> int:
     manager = Manager(config, config_source=source)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        logger.info("received {}, stopping", signal.Signals(signum).name)
-        manager.request_stop()
+        # No logging here: loguru's handlers are not re-entrant from a signal handler.
+        manager.request_stop(f"received {signal.Signals(signum).name}")
         if embedded is not None:
             embedded.request_stop()
 
@@ -115,8 +115,11 @@ def _run(config: GMConfig, source: str) -> int:
         if embedded is not None:
             embedded.start_simulation(manager)
         manager.run()
-    except StartupError as exc:
+    except (StartupError, PluginError) as exc:
         return _fail(str(exc))
+    except Exception:
+        logger.exception("sedna-gm failed")
+        return 1
     finally:
         manager.stop()
         if embedded is not None:

@@ -58,6 +58,7 @@ class Manager:
         self.features: list[_RunningFeature] = []
         self.health: HealthServer | None = None
         self._stopped = threading.Event()
+        self._stop_reason = ""
         self._started = False
         self._uses_message_layer = False
         # What was started, so stop() closes exactly that (providers build lazily).
@@ -179,6 +180,11 @@ class Manager:
             if self._uses_message_layer:
                 self.health.add_readiness("websocket", lambda: layer.port > 0)
             self.health.start()
+            logger.info(
+                "serving /metrics, /healthz, /readyz on {}:{}",
+                self.config.metrics.address,
+                self.health.port,
+            )
 
     # -- running ----------------------------------------------------------------------
 
@@ -187,10 +193,14 @@ class Manager:
         self.start()
         try:
             self._stopped.wait()
+            if self._stop_reason:
+                logger.info("{}, stopping", self._stop_reason)
         finally:
             self.stop()
 
-    def request_stop(self) -> None:
+    def request_stop(self, reason: str = "") -> None:
+        """Ask `run` to return; safe from a signal handler (it does not log)."""
+        self._stop_reason = self._stop_reason or reason
         self._stopped.set()
 
     def stop(self) -> None:

@@ -308,9 +308,12 @@ def load_config(
             raise ConfigError(f"{source}: expected a mapping at the top level, got {_show(data)}")
     data = apply_env_overrides(data, environ, known_features)
     try:
-        return GMConfig.model_validate(data)
+        cfg = GMConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(validation_message(source, exc)) from None
+    if cfg.kubeConfig and not Path(cfg.kubeConfig).is_file():  # as Sedna's Validate()
+        raise ConfigError(f"{source}: kubeConfig: file not found: {cfg.kubeConfig}")
+    return cfg
 
 
 def effective_config(cfg: GMConfig) -> dict[str, Any]:

@@ -5,6 +5,7 @@ Text for people by default; one JSON object per line for log collectors.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
 import traceback
@@ -23,9 +24,10 @@ class InterceptHandler(logging.Handler):
             level: str | int = logger.level(record.levelname).name
         except ValueError:
             level = record.levelno
-        frame: FrameType | None = logging.currentframe()
-        depth = 2
-        while frame is not None and frame.f_code.co_filename == logging.__file__:
+        # Find the caller outside the logging module, so loguru names the real origin.
+        frame: FrameType | None = inspect.currentframe()
+        depth = 0
+        while frame is not None and (depth == 0 or frame.f_code.co_filename == logging.__file__):
             frame = frame.f_back
             depth += 1
         logger.opt(depth=depth, exception=record.exc_info).log(level, record.getMessage())

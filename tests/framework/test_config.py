@@ -92,7 +92,7 @@ def test_env_overrides(tmp_path: Path) -> None:
         p,
         {
             "SEDNA_GM_WEBSOCKET_PORT": "9001",
-            "SEDNA_GM_KUBECONFIG": "/etc/kube/config",
+            "SEDNA_GM_KUBECONFIG": str(p),  # any existing file
             "SEDNA_GM_LOCALCONTROLLER_SERVER": "http://lc:9100",
             "SEDNA_GM_FEATURES_INCREMENTAL_LEARNING_WORKERS": "4",
             "SEDNA_GM_FEATURES_OTHER_FEATURE_ENABLED": "false",
@@ -101,7 +101,7 @@ def test_env_overrides(tmp_path: Path) -> None:
         known_features=("other_feature",),
     )
     assert c.websocket.port == 9001
-    assert c.kubeConfig == "/etc/kube/config"
+    assert c.kubeConfig == str(p)
     assert c.localController.server == "http://lc:9100"
     assert c.feature("incremental_learning").workers == 4
     assert c.feature("other_feature").enabled is False
@@ -139,3 +139,10 @@ def test_cli_missing_file_exits_2(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"sedna-gm: {tmp_path / 'gm.yaml'}: file not found"
+
+
+def test_kubeconfig_must_exist(tmp_path: Path) -> None:
+    p = write(tmp_path, f"kubeConfig: {tmp_path / 'nope'}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(p, {})
+    assert str(err.value) == f"{p}: kubeConfig: file not found: {tmp_path / 'nope'}"

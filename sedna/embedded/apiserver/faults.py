@@ -1,0 +1,148 @@
+"""Fault injection, so tests can prove that clients survive a misbehaving server.
+
+Set from the test thread, read on the server's loop thread; each rule is replaced as
+a whole (no partial updates), guarded by a lock for the counters.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass
+class FailureRule:
+    """Fail matching requests: with ``probability`` or every ``every``-th match."""
+
+    code: int = 500
+    probability: float = 0.0
+    every: int = 0
+    verbs: frozenset[str] = frozenset()
+    resources: frozenset[str] = frozenset()
+    remaining: int | None = None
+    seen: int = 0
+
+    def matches(self, verb: str, resource: str) -> bool:
+        """Whether this rule applies to the request at all."""
+        return (not self.verbs or verb in self.verbs) and (
+            not self.resources or resource in self.resources
+        )
+
+
+@dataclass
+class FaultInjector:
+    """Failure, latency and watch faults; everything off until set, ``reset()`` clears.
+
+    Verbs are kube's: get, list, watch, create, update, patch, delete. Resources are
+    plurals (``pods``, ``incrementallearningjobs``), optionally with a subresource
+    (``pods/status``) — a rule on ``pods`` also matches ``pods/status``.
+    """
+
+    rules: list[FailureRule] = field(default_factory=list)
+    latency: float = 0.0
+    latency_verbs: frozenset[str] = frozenset()
+    watch_close_after: int | None = None
+    gone_next_watches: int = 0
+    compact_requested: bool = False
+    injected: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _rng: random.Random = field(default_factory=lambda: random.Random(0))
+
+    def fail(
+        self,
+        code: int = 500,
+        *,
+        probability: float = 0.0,
+        every: int = 0,
+        verbs: tuple[str, ...] | list[str] | set[str] = (),
+        resources: tuple[str, ...] | list[str] | set[str] = (),
+        count: int | None = None,
+    ) -> FailureRule:
+        """Fail matching requests with ``code`` (500, 429, 409, ...).
+
+        ``probability`` fails a random share, ``every=N`` the N-th, 2N-th ...; with neither,
+        every match fails. ``count`` limits how many failures this rule injects.
+        """
+        rule = FailureRule(
+            code=code,
+            probability=probability,
+            every=every,
+            verbs=frozenset(verbs),
+            resources=frozenset(resources),
+            remaining=count,
+        )
+        with self._lock:
+            self.rules.append(rule)
+        return rule
+
+    def add_latency(self, seconds: float, verbs: tuple[str, ...] = ()) -> None:
+        """Delay every (matching) request by ``seconds``."""
+        self.latency = seconds
+        self.latency_verbs = frozenset(verbs)
+
+    def close_watches_after(self, n: int | None) -> None:
+        """End every watch stream after it has sent ``n`` events (None: never)."""
+        self.watch_close_after = n
+
+    def gone_for_next_watches(self, n: int = 1) -> None:
+        """Answer the next ``n`` watches that resume from a resourceVersion with 410."""
+        with self._lock:
+            self.gone_next_watches += n
+
+    def compact(self) -> None:
+        """Drop all retained watch history: any watch from an older rv gets 410."""
+        self.compact_requested = True
+
+    def reset(self) -> None:
+        """Back to a well-behaved server."""
+        with self._lock:
+            self.rules.clear()
+            self.latency = 0.0
+            self.latency_verbs = frozenset()
+            self.watch_close_after = None
+            self.gone_next_watches = 0
+            self.compact_requested = False
+
+    # ---- server side ---------------------------------------------------------------
+    def check(self, verb: str, resource: str) -> int | None:
+        """The error code to inject for this request, if any."""
+        if not self.rules:
+            return None
+        with self._lock:
+            for rule in self.rules:
+                if not rule.matches(verb, resource) and not rule.matches(
+                    verb, resource.split("/")[0]
+                ):
+                    continue
+                if rule.remaining is not None and rule.remaining <= 0:
+                    continue
+                rule.seen += 1
+                if rule.every:
+                    hit = rule.seen % rule.every == 0
+                elif rule.probability:
+                    hit = self._rng.random() < rule.probability
+                else:
+                    hit = True
+                if hit:
+                    if rule.remaining is not None:
+                        rule.remaining -= 1
+                    self.injected += 1
+                    return rule.code
+        return None
+
+    def delay_for(self, verb: str) -> float:
+        """Injected latency for a request of this verb."""
+        if self.latency and (not self.latency_verbs or verb in self.latency_verbs):
+            return self.latency
+        return 0.0
+
+    def take_gone(self) -> bool:
+        """Consume one forced-410 token."""
+        if not self.gone_next_watches:
+            return False
+        with self._lock:
+            if self.gone_next_watches > 0:
+                self.gone_next_watches -= 1
+                return True
+        return False

@@ -1,0 +1,439 @@
+"""HTTP routing: one catch-all aiohttp handler that parses kube's URL grammar.
+
+A single handler with hand-written path parsing keeps the request path short (no
+router regex per resource) and lets CRD kinds appear and disappear at runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+import orjson
+from aiohttp import web
+
+from . import discovery, errors
+from .errors import APIError
+from .patches import (
+    APPLY_PATCH,
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_PATCH,
+    json_patch,
+    merge_patch,
+    strategic_merge,
+)
+from .resources import ResourceType
+from .selectors import combine, parse_field_selector, parse_label_selector
+from .watch import Watcher, translate
+
+if TYPE_CHECKING:
+    from . import APIServer
+
+JSON_HEADERS = {"Content-Type": "application/json"}
+_METHOD_VERB = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def _json(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, headers=JSON_HEADERS)
+
+
+def _error(err: APIError) -> web.Response:
+    return _json(err.status(), err.code)
+
+
+class Handlers:
+    """Request dispatch over the server's operations, hub and faults."""
+
+    def __init__(self, server: APIServer) -> None:
+        self.srv = server
+        self.ops = server.ops
+        self.registry = server.registry
+        self.hub = server.hub
+        self.faults = server.faults
+        self.static: dict[str, Callable[[web.Request], Any]] = {
+            "/version": lambda r: discovery.VERSION_INFO,
+            "/healthz": lambda r: None,
+            "/readyz": lambda r: None,
+            "/livez": lambda r: None,
+            "/api": lambda r: discovery.api_versions(f"{self.srv.host}:{self.srv.port}"),
+            "/apis": lambda r: discovery.api_groups(self.registry),
+            "/openapi/v2": lambda r: discovery.openapi_v2(self.registry),
+            "/openapi/v3": lambda r: discovery.openapi_v3_index(self.registry),
+        }
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Entry point for every request."""
+        try:
+            return await self._handle(request)
+        except APIError as err:
+            return _error(err)
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # a server bug must still answer with a Status
+            from loguru import logger
+
+            logger.exception(
+                "embedded apiserver: internal error on {} {}", request.method, request.path
+            )
+            return _error(APIError(500, "InternalError", f"Internal error occurred: {exc!r}"))
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if len(path) > 1 and path.endswith("/"):
+            path = path[:-1]
+        static = self.static.get(path)
+        if static is not None:
+            if request.method != "GET":
+                raise APIError(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                )
+            body = static(request)
+            if body is None:
+                return web.Response(text="ok", content_type="text/plain")
+            return _json(body)
+        segs = [unquote(s) for s in path.strip("/").split("/")]
+        if segs[0] == "openapi" and len(segs) > 2 and segs[1] == "v3":
+            return self._openapi_gv(segs[2:])
+        if segs[0] == "api" and len(segs) >= 2:
+            group, version, rest = "", segs[1], segs[2:]
+        elif segs[0] == "apis" and len(segs) >= 3:
+            group, version, rest = segs[1], segs[2], segs[3:]
+        elif segs[0] == "apis" and len(segs) == 2:
+            doc = discovery.api_group(self.registry, segs[1])
+            if doc is None:
+                raise _page_not_found()
+            return _json(doc)
+        else:
+            raise _page_not_found()
+        if not rest:
+            doc = discovery.resource_list(self.registry, group, version)
+            if doc is None:
+                raise _page_not_found()
+            return _json(doc)
+        return await self._resource(request, group, version, rest)
+
+    def _openapi_gv(self, segs: list[str]) -> web.Response:
+        if segs[0] == "api" and len(segs) == 2:
+            doc = discovery.openapi_v3_doc(self.registry, "", segs[1])
+        elif segs[0] == "apis" and len(segs) == 3:
+            doc = discovery.openapi_v3_doc(self.registry, segs[1], segs[2])
+        else:
+            doc = None
+        if doc is None:
+            raise _page_not_found()
+        return _json(doc)
+
+    async def _resource(
+        self, request: web.Request, group: str, version: str, rest: list[str]
+    ) -> web.StreamResponse:
+        watch_path = rest[0] == "watch"
+        if watch_path:
+            rest = rest[1:]
+        ns: str | None = None
+        if (
+            len(rest) >= 3
+            and rest[0] == "namespaces"
+            and not (len(rest) == 3 and rest[2] in ("status", "finalize"))
+        ):
+            ns, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise _page_not_found()
+        plural = rest[0]
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        rt = self.registry.get(group, version, plural)
+        if rt is None or (ns is not None and not rt.namespaced):
+            raise _page_not_found()
+        if (
+            sub is not None
+            and not (sub == "status" and rt.status_subresource)
+            and not (sub == "finalize" and plural == "namespaces")
+        ):
+            raise _page_not_found()
+        if sub == "finalize":
+            sub = None
+        query = request.query
+        method = request.method
+        watch = watch_path or query.get("watch") in ("true", "1")
+        if method == "GET":
+            verb = "get" if name else ("watch" if watch else "list")
+        elif method == "DELETE" and not name:
+            verb = "deletecollection"
+        else:
+            verb = _METHOD_VERB.get(method, "")
+        if not verb:
+            raise APIError(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )
+        await self._faults(verb, plural if sub is None else f"{plural}/{sub}")
+        if verb == "get":
+            assert name is not None
+            return _json(self.ops.get(rt, ns, name))
+        if verb in ("list", "watch"):
+            if name:
+                raise _page_not_found()
+            matcher = combine(
+                parse_label_selector(query.get("labelSelector")),
+                parse_field_selector(query.get("fieldSelector"), rt.kind),
+            )
+            if verb == "watch":
+                return await self._watch(request, rt, ns, matcher)
+            return _json(self.ops.list(rt, ns, matcher))
+        if verb == "create":
+            if name:
+                raise APIError(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                )
+            if rt.namespaced and ns is None:
+                raise _page_not_found()
+            body = await _body(request)
+            return _json(self.ops.create(rt, ns, body), 201)
+        if rt.namespaced and ns is None:
+            raise _page_not_found()
+        if verb == "deletecollection":
+            return await self._delete_collection(request, rt, ns)
+        if name is None:
+            raise APIError(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )
+        if verb == "update":
+            body = await _body(request)
+            return _json(self.ops.update(rt, ns, name, body, sub))
+        if verb == "patch":
+            return _json(await self._patch(request, rt, ns, name, sub))
+        opts = await _delete_options(request)
+        code, out = self.ops.delete(rt, ns, name, opts)
+        return _json(out, code)
+
+    async def _faults(self, verb: str, resource: str) -> None:
+        f = self.faults
+        if f.compact_requested:
+            f.compact_requested = False
+            self.hub.compact(self.ops.store.rv)
+        delay = f.delay_for(verb)
+        if delay:
+            await asyncio.sleep(delay)
+        code = f.check(verb, resource)
+        if code is not None:
+            reason = {
+                409: "Conflict",
+                429: "TooManyRequests",
+                500: "InternalError",
+                503: "ServiceUnavailable",
+                504: "Timeout",
+                404: "NotFound",
+            }.get(code, "InternalError")
+            raise APIError(code, reason, f"injected fault: {reason} ({verb} {resource})")
+
+    async def _patch(
+        self, request: web.Request, rt: ResourceType, ns: str | None, name: str, sub: str | None
+    ) -> dict[str, Any]:
+        ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
+        accepted = [JSON_PATCH, MERGE_PATCH] + ([] if rt.custom else [STRATEGIC_PATCH])
+        if ctype not in accepted or ctype == APPLY_PATCH:
+            raise APIError(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{', '.join(accepted)}",
+            )
+        patch = await _body(request)
+        old = self.ops._current(rt, ns, name)
+        doc = self.ops.view(rt, old)
+        if ctype == JSON_PATCH:
+            new = json_patch(doc, patch)
+        else:
+            if not isinstance(patch, dict):
+                raise errors.bad_request("patch body must be a JSON object")
+            import copy
+
+            base = copy.deepcopy(doc)
+            new = merge_patch(base, patch) if ctype == MERGE_PATCH else strategic_merge(base, patch)
+        if not isinstance(new, dict):
+            raise errors.bad_request("the patch did not produce an object")
+        meta = new.get("metadata")
+        if isinstance(meta, dict) and (
+            meta.get("name") != name or (rt.namespaced and meta.get("namespace") != ns)
+        ):
+            raise errors.bad_request(
+                "metadata.name and metadata.namespace cannot be changed by a patch"
+            )
+        return self.ops.commit_update(rt, old, new, sub)
+
+    async def _delete_collection(
+        self, request: web.Request, rt: ResourceType, ns: str | None
+    ) -> web.Response:
+        matcher = combine(
+            parse_label_selector(request.query.get("labelSelector")),
+            parse_field_selector(request.query.get("fieldSelector"), rt.kind),
+        )
+        opts = await _delete_options(request)
+        listed = self.ops.list(rt, ns, matcher)
+        items = []
+        for obj in listed["items"]:
+            m = obj["metadata"]
+            with contextlib.suppress(APIError):
+                items.append(self.ops.delete(rt, m.get("namespace"), m["name"], opts)[1])
+        listed["items"] = [o for o in items if o.get("kind") != "Status"]
+        return _json(listed)
+
+    async def _watch(
+        self, request: web.Request, rt: ResourceType, ns: str | None, matcher: Any
+    ) -> web.StreamResponse:
+        q = request.query
+        rv_s = q.get("resourceVersion") or ""
+        try:
+            timeout = float(q.get("timeoutSeconds") or self.srv.watch_timeout)
+        except ValueError:
+            raise errors.bad_request("invalid timeoutSeconds") from None
+        bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        resp.enable_chunked_encoding()
+        ns_filter = ns if rt.namespaced else None
+        initial: list[tuple[str, Any]] = []
+        store = self.ops.store
+        if rv_s not in ("", "0"):
+            try:
+                rv = int(rv_s)
+            except ValueError:
+                raise errors.bad_request(f"invalid resourceVersion {rv_s!r}") from None
+            if self.faults.take_gone() or self.hub.too_old(rv):
+                await resp.prepare(request)
+                oldest = self.hub.compacted_rv
+                err = errors.gone(f"too old resource version: {rv} ({oldest})")
+                await resp.write(orjson.dumps({"type": "ERROR", "object": err.status()}) + b"\n")
+                await resp.write_eof()
+                return resp
+            for ev in self.hub.since(rt.key, rv):
+                if ns_filter is not None and ev.namespace != ns_filter:
+                    continue
+                typ = translate(ev, matcher)
+                if typ is not None:
+                    initial.append((typ, ev))
+        w = Watcher(rt.key, ns_filter, matcher)
+        self.hub.subscribe(w)
+        try:
+            if rv_s in ("", "0"):
+                for obj in self.ops.list(rt, ns, matcher)["items"]:
+                    initial.append(("ADDED", obj))
+            await resp.prepare(request)
+            sent = 0
+            limit = self.faults.watch_close_after
+            conv = rt.api_version
+            buf = []
+            for typ, item in initial:
+                buf.append(_event_line(typ, item, conv))
+                sent += 1
+                if limit is not None and sent >= limit:
+                    await resp.write(b"".join(buf))
+                    return resp
+            if buf:
+                await resp.write(b"".join(buf))
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            interval = self.srv.bookmark_interval
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                wait = min(remaining, interval) if bookmarks else remaining
+                try:
+                    item2 = await asyncio.wait_for(w.queue.get(), wait)
+                except TimeoutError:
+                    if bookmarks and w.queue.empty():
+                        await resp.write(_bookmark(rt, store.rv))
+                    continue
+                if item2 is None:
+                    break
+                lines = [_event_line(item2[0], item2[1], conv)]
+                sent += 1
+                while not w.queue.empty() and (limit is None or sent < limit):
+                    nxt = w.queue.get_nowait()
+                    if nxt is None:
+                        break
+                    lines.append(_event_line(nxt[0], nxt[1], conv))
+                    sent += 1
+                await resp.write(b"".join(lines))
+                if limit is not None and sent >= limit:
+                    return resp
+            if bookmarks:
+                await resp.write(_bookmark(rt, store.rv))
+        except (ConnectionResetError, ConnectionError):
+            return resp
+        finally:
+            self.hub.unsubscribe(w)
+        with contextlib.suppress(ConnectionError):
+            await resp.write_eof()
+        return resp
+
+
+def _event_line(typ: str, item: Any, api_version: str) -> bytes:
+    if isinstance(item, dict):
+        raw = orjson.dumps(item)
+    else:
+        obj = item.obj
+        raw = (
+            orjson.dumps(dict(obj, apiVersion=api_version))
+            if obj.get("apiVersion") != api_version
+            else item.raw()
+        )
+    return b'{"type":"' + typ.encode() + b'","object":' + raw + b"}\n"
+
+
+def _bookmark(rt: ResourceType, rv: int) -> bytes:
+    obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": {"resourceVersion": str(rv)}}
+    return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+def _page_not_found() -> APIError:
+    return APIError(404, "NotFound", "the server could not find the requested resource")
+
+
+async def _body(request: web.Request) -> Any:
+    raw = await request.read()
+    if not raw:
+        raise errors.bad_request("the request body is empty")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        ctype = request.headers.get("Content-Type", "")
+        if "yaml" in ctype:
+            import yaml
+
+            try:
+                return yaml.safe_load(raw)
+            except yaml.YAMLError as exc:
+                raise errors.bad_request(f"invalid YAML body: {exc}") from None
+        raise errors.bad_request(
+            "the body of the request was in an unknown format - invalid JSON"
+        ) from None
+
+
+async def _delete_options(request: web.Request) -> Mapping[str, Any]:
+    opts: dict[str, Any] = {}
+    raw = await request.read()
+    if raw:
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise errors.bad_request("invalid DeleteOptions body") from None
+        if isinstance(body, dict):
+            opts.update(body)
+    q = request.query
+    if "propagationPolicy" in q:
+        opts["propagationPolicy"] = q["propagationPolicy"]
+    if "orphanDependents" in q:
+        opts["orphanDependents"] = q["orphanDependents"] == "true"
+    return opts

@@ -1,0 +1,501 @@
+"""What each verb means: defaulting, validation, optimistic concurrency, the status
+subresource, generation, finalizers, graceful deletion and namespace lifecycle.
+
+Handlers translate HTTP to calls here; the store only stores. Garbage collection
+(``gc``) hooks in after every removal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import random
+import re
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from . import errors
+from .errors import APIError
+from .resources import CRD_KEY, NAMESPACE_KEY, Registry, ResourceType
+from .selectors import Matcher
+from .store import Store
+
+if TYPE_CHECKING:
+    from .gc import GarbageCollector
+
+# kube's rand.String alphabet: no vowels (no words), no confusable 0/1/3
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_NAME_RE_LOOSE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.:]*[A-Za-z0-9])?$")
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+FOREGROUND = "foregroundDeletion"
+ORPHAN = "orphan"
+
+
+def now() -> str:
+    """RFC 3339 UTC with second precision, as kube's metav1.Time marshals."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def random_suffix(n: int = 5) -> str:
+    """The generateName suffix (kube's utilrand.String)."""
+    return "".join(random.choice(NAME_ALPHABET) for _ in range(n))
+
+
+def _spec_part(obj: Mapping[str, Any], status_sub: bool) -> dict[str, Any]:
+    skip = (
+        ("metadata", "status", "kind", "apiVersion")
+        if status_sub
+        else ("metadata", "kind", "apiVersion")
+    )
+    return {k: v for k, v in obj.items() if k not in skip}
+
+
+class Operations:
+    """The verbs of the API over one store."""
+
+    def __init__(self, store: Store, registry: Registry) -> None:
+        self.store = store
+        self.registry = registry
+        self.gc: GarbageCollector | None = None
+
+    # ---- helpers -------------------------------------------------------------------
+    def bootstrap(self) -> None:
+        """Create the namespaces every cluster has (idempotent, so restarts keep them)."""
+        rt = self.registry.get("", "v1", "namespaces")
+        assert rt is not None
+        for ns in SYSTEM_NAMESPACES:
+            if self.store.get(NAMESPACE_KEY, "", ns) is None:
+                self.create(rt, None, {"metadata": {"name": ns}})
+
+    def _require_namespace(
+        self, rt: ResourceType, ns: str | None, name: str, creating: bool
+    ) -> str:
+        if not rt.namespaced:
+            return ""
+        if not ns:
+            raise errors.bad_request(
+                "the server could not find the requested resource: namespace required"
+            )
+        nso = self.store.get(NAMESPACE_KEY, "", ns)
+        if nso is None:
+            raise errors.not_found("namespaces", ns)
+        if creating and nso["metadata"].get("deletionTimestamp"):
+            raise APIError(
+                403,
+                "Forbidden",
+                f'{rt.qualified} "{name}" is forbidden: unable to create new content in '
+                f"namespace {ns} because it is being terminated",
+                name=name,
+                group=rt.group,
+                kind=rt.plural,
+            )
+        return ns
+
+    def view(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """The object as served at ``rt``'s version (versions share storage, no conversion)."""
+        if obj.get("apiVersion") != rt.api_version:
+            obj = dict(obj, apiVersion=rt.api_version)
+        return obj
+
+    # ---- read ----------------------------------------------------------------------
+    def get(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:
+        """GET one object (404 when absent)."""
+        obj = self.store.get(rt.key, ns or "" if rt.namespaced else "", name)
+        if obj is None:
+            raise errors.not_found(rt.plural, name, rt.group)
+        return self.view(rt, obj)
+
+    def list(self, rt: ResourceType, ns: str | None, matcher: Matcher | None) -> dict[str, Any]:
+        """LIST, stamped with the current global resourceVersion."""
+        items = self.store.list(rt.key, ns if rt.namespaced else None)
+        if matcher is not None:
+            items = [o for o in items if matcher(o)]
+        if items and items[0].get("apiVersion") != rt.api_version:
+            items = [self.view(rt, o) for o in items]
+        return {
+            "kind": rt.list_kind,
+            "apiVersion": rt.api_version,
+            "metadata": {"resourceVersion": str(self.store.rv)},
+            "items": items,
+        }
+
+    # ---- create --------------------------------------------------------------------
+    def create(self, rt: ResourceType, ns: str | None, body: Any) -> dict[str, Any]:
+        """POST: defaulting, generateName, uniqueness, then store."""
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request was in an unknown format")
+        obj = copy.deepcopy(body)
+        self._check_kind(rt, obj)
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise errors.bad_request("metadata must be an object")
+        if rt.namespaced:
+            body_ns = meta.get("namespace")
+            if body_ns and ns and body_ns != ns:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request"
+                )
+            ns = ns or body_ns
+        name = meta.get("name") or ""
+        if not name and meta.get("generateName"):
+            name = ""
+        elif not name:
+            raise errors.invalid(
+                rt.kind,
+                "",
+                "metadata.name",
+                "Required value: name or generateName is required",
+                rt.group,
+            )
+        if name:
+            self._validate_name(rt, name)
+        nsv = self._require_namespace(rt, ns, name or meta.get("generateName", ""), True)
+        if not name:
+            for _ in range(20):
+                cand = f"{meta['generateName']}{random_suffix()}"
+                if self.store.get(rt.key, nsv, cand) is None:
+                    name = cand
+                    break
+            self._validate_name(rt, name)
+        elif self.store.get(rt.key, nsv, name) is not None:
+            raise errors.already_exists(rt.plural, name, rt.group)
+        meta["name"] = name
+        if rt.namespaced:
+            meta["namespace"] = nsv
+        else:
+            meta.pop("namespace", None)
+        obj["kind"] = rt.kind
+        obj["apiVersion"] = rt.api_version
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now()
+        meta["generation"] = 1
+        for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            meta.pop(k, None)
+        self._default(rt, obj)
+        if rt.status_subresource and rt.custom:
+            obj.pop("status", None)
+        if rt.key == CRD_KEY:
+            self._crd_accept(obj)
+        return self.view(rt, self.store.put(rt.key, obj, None))
+
+    def _check_kind(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        kind = obj.get("kind")
+        if kind and kind != rt.kind:
+            raise errors.bad_request(
+                f"the kind of the provided object ({kind}) does not match the resource ({rt.kind})"
+            )
+
+    def _validate_name(self, rt: ResourceType, name: str) -> None:
+        rx = _NAME_RE_LOOSE if rt.plural in ("events",) else _NAME_RE
+        if len(name) > 253 or not rx.match(name):
+            raise errors.invalid(
+                rt.kind,
+                name,
+                "metadata.name",
+                f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower '
+                "case alphanumeric characters, '-' or '.', and must start and end with an "
+                "alphanumeric character",
+                rt.group,
+            )
+
+    def _default(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """The few defaults clients rely on (kube's defaulting is much larger)."""
+        if rt.custom:
+            return
+        if rt.plural == "pods":
+            spec = obj.setdefault("spec", {})
+            spec.setdefault("restartPolicy", "Always")
+            spec.setdefault("schedulerName", "default-scheduler")
+            spec.setdefault("terminationGracePeriodSeconds", 30)
+            spec.setdefault("dnsPolicy", "ClusterFirst")
+            status = obj.setdefault("status", {})
+            status.setdefault("phase", "Pending")
+        elif rt.plural == "namespaces":
+            name = obj["metadata"]["name"]
+            obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
+            obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+            obj["status"] = {"phase": "Active"}
+        elif rt.plural in ("deployments", "replicasets"):
+            obj.setdefault("spec", {}).setdefault("replicas", 1)
+
+    def _crd_accept(self, obj: dict[str, Any]) -> None:
+        self.registry.add_crd(obj)  # raises Invalid before anything is stored
+        t = now()
+        obj["status"] = {
+            "acceptedNames": copy.deepcopy(obj["spec"].get("names", {})),
+            "conditions": [
+                {
+                    "type": "NamesAccepted",
+                    "status": "True",
+                    "reason": "NoConflicts",
+                    "message": "no conflicts found",
+                    "lastTransitionTime": t,
+                },
+                {
+                    "type": "Established",
+                    "status": "True",
+                    "reason": "InitialNamesAccepted",
+                    "message": "the initial names have been accepted",
+                    "lastTransitionTime": t,
+                },
+            ],
+            "storedVersions": [
+                v["name"] for v in obj["spec"].get("versions", []) if v.get("storage")
+            ],
+        }
+
+    # ---- update --------------------------------------------------------------------
+    def update(
+        self, rt: ResourceType, ns: str | None, name: str, body: Any, subresource: str | None
+    ) -> dict[str, Any]:
+        """PUT on the object or its /status."""
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request was in an unknown format")
+        self._check_kind(rt, body)
+        meta = body.get("metadata")
+        if not isinstance(meta, dict):
+            raise errors.bad_request("metadata must be an object")
+        if meta.get("name") and meta["name"] != name:
+            raise errors.bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL "
+                f"({name})"
+            )
+        if rt.namespaced and meta.get("namespace") and meta["namespace"] != ns:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on "
+                "the request"
+            )
+        old = self._current(rt, ns, name)
+        return self.commit_update(rt, old, copy.deepcopy(body), subresource)
+
+    def _current(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:
+        obj = self.store.get(rt.key, (ns or "") if rt.namespaced else "", name)
+        if obj is None:
+            raise errors.not_found(rt.plural, name, rt.group)
+        return obj
+
+    def commit_update(
+        self,
+        rt: ResourceType,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        subresource: str | None,
+        *,
+        internal: bool = False,
+    ) -> dict[str, Any]:
+        """Turn a client's full new object into the stored one and store it.
+
+        ``new`` is owned by this call (a copy). ``internal`` writes (GC, namespace
+        controller) skip the resourceVersion precondition.
+        """
+        ometa = old["metadata"]
+        nmeta = new.get("metadata")
+        if not isinstance(nmeta, dict):
+            nmeta = new["metadata"] = {}
+        rv = nmeta.get("resourceVersion")
+        if rv and not internal and str(rv) != ometa["resourceVersion"]:
+            raise errors.conflict(rt.plural, ometa["name"], rt.group)
+        if subresource == "status":
+            result = dict(old)
+            if "status" in new:
+                result["status"] = new["status"]
+            else:
+                result.pop("status", None)
+            result["metadata"] = dict(ometa)
+            new = result
+        else:
+            if rt.status_subresource:
+                if "status" in old:
+                    new["status"] = old["status"]
+                else:
+                    new.pop("status", None)
+            for k in (
+                "uid",
+                "creationTimestamp",
+                "name",
+                "namespace",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ):
+                if k in ometa:
+                    nmeta[k] = ometa[k]
+                else:
+                    nmeta.pop(k, None)
+            if (
+                ometa.get("deletionTimestamp")
+                and FOREGROUND in (ometa.get("finalizers") or ())
+                and not internal
+            ):
+                # the GC owns this finalizer; a client update may not drop it
+                fins = list(nmeta.get("finalizers") or ())
+                if FOREGROUND not in fins:
+                    fins.append(FOREGROUND)
+                    nmeta["finalizers"] = fins
+            new["kind"] = rt.kind
+            new["apiVersion"] = old.get("apiVersion", rt.api_version)
+            if _spec_part(new, rt.status_subresource) != _spec_part(old, rt.status_subresource):
+                nmeta["generation"] = int(ometa.get("generation", 1)) + 1
+        new["metadata"]["resourceVersion"] = ometa["resourceVersion"]
+        if new == old:
+            return self.view(rt, old)  # no-op writes do not bump resourceVersion
+        if rt.key == CRD_KEY and subresource != "status":
+            self.registry.add_crd(new)
+        stored = self.store.put(rt.key, new, old)
+        if stored["metadata"].get("deletionTimestamp") and not stored["metadata"].get("finalizers"):
+            return self.view(rt, self.finalize(rt, stored))
+        return self.view(rt, stored)
+
+    # ---- delete --------------------------------------------------------------------
+    def delete(
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        name: str,
+        options: Mapping[str, Any] | None = None,
+    ) -> tuple[int, dict[str, Any]]:
+        """DELETE: returns (HTTP code, body) where body is the object or a Success Status."""
+        options = options or {}
+        old = self._current(rt, ns, name)
+        pre = options.get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != old["metadata"].get("uid"):
+            raise errors.conflict(rt.plural, name, rt.group)
+        if (
+            pre.get("resourceVersion")
+            and pre["resourceVersion"] != old["metadata"]["resourceVersion"]
+        ):
+            raise errors.conflict(rt.plural, name, rt.group)
+        policy = options.get("propagationPolicy")
+        if policy is None and options.get("orphanDependents") is not None:
+            policy = "Orphan" if options["orphanDependents"] else "Background"
+        if policy not in (None, "Foreground", "Background", "Orphan"):
+            raise errors.invalid(
+                "DeleteOptions",
+                "",
+                "propagationPolicy",
+                f'Unsupported value: "{policy}": supported values: "Foreground", '
+                '"Background", "Orphan"',
+            )
+        assert self.gc is not None
+        if rt.key == NAMESPACE_KEY:
+            return 200, self.view(rt, self._delete_namespace(old))
+        meta = old["metadata"]
+        fins = list(meta.get("finalizers") or ())
+        if policy == "Orphan":
+            self.gc.orphan_dependents(meta.get("uid", ""))
+            old = self._current(rt, ns, name)
+        elif (
+            policy == "Foreground"
+            and self.gc.has_dependents(meta.get("uid", ""))
+            and FOREGROUND not in fins
+        ):
+            fins.append(FOREGROUND)
+        if fins:
+            if meta.get("deletionTimestamp") and fins == list(meta.get("finalizers") or ()):
+                return 202, self.view(rt, old)
+            new = copy.deepcopy(old)
+            new["metadata"]["finalizers"] = fins
+            new["metadata"].setdefault("deletionTimestamp", now())
+            new["metadata"].setdefault("deletionGracePeriodSeconds", 0)
+            stored = self.store.put(rt.key, new, old)
+            if FOREGROUND in fins:
+                self.gc.delete_dependents_foreground(stored)
+                cur = self.store.get(rt.key, meta.get("namespace", ""), name)
+                if cur is None:
+                    return 200, self._deleted_body(rt, stored)
+                stored = cur
+            return 202, self.view(rt, stored)
+        final = self.finalize(rt, old)
+        return 200, self._deleted_body(rt, final)
+
+    def _deleted_body(self, rt: ResourceType, final: dict[str, Any]) -> dict[str, Any]:
+        if rt.return_deleted:
+            return self.view(rt, final)
+        details: dict[str, Any] = {
+            "name": final["metadata"]["name"],
+            "kind": rt.plural,
+            "uid": final["metadata"].get("uid", ""),
+        }
+        if rt.group:
+            details["group"] = rt.group
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": details,
+        }
+
+    def finalize(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """Really remove an object, then let GC and the namespace controller react."""
+        final = self.store.remove(rt.key, obj)
+        if rt.key == CRD_KEY:
+            self._drop_crd(obj)
+        assert self.gc is not None
+        self.gc.on_removed(final)
+        ns = obj["metadata"].get("namespace")
+        if ns:
+            self.check_namespace_done(ns)
+        return final
+
+    def _drop_crd(self, crd: dict[str, Any]) -> None:
+        spec = crd.get("spec", {})
+        key = (spec.get("group", ""), spec.get("names", {}).get("plural", ""))
+        types = self.registry.remove_crd(crd["metadata"]["name"])
+        if types:
+            for obj in self.store.list(key):
+                self.store.remove(key, obj)
+
+    # ---- namespaces ----------------------------------------------------------------
+    def _delete_namespace(self, ns_obj: dict[str, Any]) -> dict[str, Any]:
+        rt = self.registry.get("", "v1", "namespaces")
+        assert rt is not None
+        name = ns_obj["metadata"]["name"]
+        if not ns_obj["metadata"].get("deletionTimestamp"):
+            new = copy.deepcopy(ns_obj)
+            new["metadata"]["deletionTimestamp"] = now()
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            new["status"] = {"phase": "Terminating"}
+            ns_obj = self.store.put(rt.key, new, ns_obj)
+            self._empty_namespace(name)
+        result = ns_obj
+        self.check_namespace_done(name)
+        return result
+
+    def _empty_namespace(self, ns: str) -> None:
+        for key in self.store.resource_keys():
+            if key == NAMESPACE_KEY:
+                continue
+            rt = self.registry.by_key(key)
+            if rt is None or not rt.namespaced:
+                continue
+            for obj in self.store.list(key, ns):
+                cur = self.store.get(key, ns, obj["metadata"]["name"])
+                if cur is None or cur["metadata"].get("deletionTimestamp"):
+                    continue
+                with contextlib.suppress(APIError):
+                    self.delete(
+                        rt, ns, obj["metadata"]["name"], {"propagationPolicy": "Background"}
+                    )
+
+    def check_namespace_done(self, ns: str) -> None:
+        """Remove a terminating namespace once nothing is left in it."""
+        nso = self.store.get(NAMESPACE_KEY, "", ns)
+        if nso is None or not nso["metadata"].get("deletionTimestamp"):
+            return
+        for key in self.store.resource_keys():
+            if key != NAMESPACE_KEY and self.store.list(key, ns):
+                return
+        if nso["metadata"].get("finalizers"):
+            return
+        rt = self.registry.get("", "v1", "namespaces")
+        assert rt is not None
+        final = self.store.remove(NAMESPACE_KEY, nso)
+        assert self.gc is not None
+        self.gc.on_removed(final)

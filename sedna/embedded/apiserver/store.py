@@ -1,0 +1,133 @@
+"""The object store: every object by resource, namespace and name, plus the global
+resourceVersion counter.
+
+It is deliberately dumb: it assigns resourceVersions, keeps indexes (uid, owner uid)
+and emits events; what a write *means* (defaulting, conflicts, finalizers) is decided
+in ``operations``. All calls happen on the server's loop thread, so there is no lock.
+Stored dicts are never mutated after they are stored: writers replace them, which lets
+readers serialize them and watchers share them without copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from .watch import Event, WatchHub
+
+Key = tuple[str, str]
+ObjId = tuple[Key, str, str]  # (resource key, namespace, name)
+
+
+class Persister(Protocol):
+    """Write-through storage (``persistence.SQLitePersister``)."""
+
+    def save(self, key: Key, ns: str, name: str, obj: dict[str, Any], rv: int) -> None: ...
+
+    def delete(self, key: Key, ns: str, name: str, rv: int) -> None: ...
+
+
+class Store:
+    """In-memory objects with a change feed."""
+
+    def __init__(self, hub: WatchHub, persister: Persister | None = None) -> None:
+        self.hub = hub
+        self.persister = persister
+        self.rv = 1
+        self.objects: dict[Key, dict[tuple[str, str], dict[str, Any]]] = {}
+        self.by_uid: dict[str, ObjId] = {}
+        # owner uid -> dependents' ids; garbage collection walks this
+        self.dependents: dict[str, set[ObjId]] = {}
+
+    def get(self, key: Key, ns: str, name: str) -> dict[str, Any] | None:
+        """The stored object or None."""
+        bucket = self.objects.get(key)
+        return bucket.get((ns, name)) if bucket else None
+
+    def list(self, key: Key, ns: str | None = None) -> list[dict[str, Any]]:
+        """Objects of a resource, in one namespace or all, sorted by namespace/name."""
+        bucket = self.objects.get(key)
+        if not bucket:
+            return []
+        if ns is None:
+            return [bucket[k] for k in sorted(bucket)]
+        return [o for (n, _), o in sorted(bucket.items()) if n == ns]
+
+    def lookup_uid(self, uid: str) -> tuple[ObjId, dict[str, Any]] | None:
+        """Find an object by uid (owners are referenced by uid)."""
+        oid = self.by_uid.get(uid)
+        if oid is None:
+            return None
+        obj = self.get(*oid)
+        return (oid, obj) if obj is not None else None
+
+    def resource_keys(self) -> Iterable[Key]:
+        """Resources that have (or had) objects."""
+        return list(self.objects)
+
+    def next_rv(self) -> int:
+        """Advance the global counter (one per committed write)."""
+        self.rv += 1
+        return self.rv
+
+    def put(self, key: Key, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+        """Store a new version (ADDED if ``old`` is None, else MODIFIED) with a fresh rv."""
+        rv = self.next_rv()
+        meta = obj["metadata"]
+        meta["resourceVersion"] = str(rv)
+        ns = meta.get("namespace", "")
+        name = meta["name"]
+        self.objects.setdefault(key, {})[(ns, name)] = obj
+        oid = (key, ns, name)
+        if old is not None:
+            self._unindex(oid, old)
+        self._index(oid, obj)
+        if self.persister is not None:
+            self.persister.save(key, ns, name, obj, rv)
+        self.hub.publish(Event("ADDED" if old is None else "MODIFIED", key, ns, obj, old, rv))
+        return obj
+
+    def remove(self, key: Key, obj: dict[str, Any]) -> dict[str, Any]:
+        """Delete an object; the DELETED event carries its last state with a new rv."""
+        meta = obj["metadata"]
+        ns = meta.get("namespace", "")
+        name = meta["name"]
+        bucket = self.objects.get(key, {})
+        bucket.pop((ns, name), None)
+        self._unindex((key, ns, name), obj)
+        rv = self.next_rv()
+        final = dict(obj)
+        final["metadata"] = dict(meta, resourceVersion=str(rv))
+        if self.persister is not None:
+            self.persister.delete(key, ns, name, rv)
+        self.hub.publish(Event("DELETED", key, ns, final, obj, rv))
+        return final
+
+    def load(self, key: Key, obj: dict[str, Any]) -> None:
+        """Insert an object as it was persisted (no event, no new rv)."""
+        meta = obj["metadata"]
+        oid = (key, meta.get("namespace", ""), meta["name"])
+        self.objects.setdefault(key, {})[(oid[1], oid[2])] = obj
+        self._index(oid, obj)
+
+    def _index(self, oid: ObjId, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        uid = meta.get("uid")
+        if uid:
+            self.by_uid[uid] = oid
+        for ref in meta.get("ownerReferences") or ():
+            ouid = ref.get("uid")
+            if ouid:
+                self.dependents.setdefault(ouid, set()).add(oid)
+
+    def _unindex(self, oid: ObjId, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        uid = meta.get("uid")
+        if uid and self.by_uid.get(uid) == oid:
+            del self.by_uid[uid]
+        for ref in meta.get("ownerReferences") or ():
+            deps = self.dependents.get(ref.get("uid", ""))
+            if deps is not None:
+                deps.discard(oid)
+                if not deps:
+                    del self.dependents[ref["uid"]]

@@ -1,0 +1,107 @@
+"""`sedna-gm --config gm.yaml` runs, serves metrics and health, and stops on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def start_gm(config: dict[str, Any], tmp_path: Path) -> subprocess.Popen[str]:
+    path = tmp_path / "gm.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return subprocess.Popen(
+        [sys.executable, "-m", "sedna.cli", "--config", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def read_until(
+    proc: subprocess.Popen[str], pattern: str, lines: list[str], timeout: float = 30
+) -> re.Match[str]:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        found = re.search(pattern, line)
+        if found:
+            return found
+    raise AssertionError(f"{pattern!r} not seen; output:\n{''.join(lines)}")
+
+
+def base_config(apiserver: Any, tmp_path: Path) -> dict[str, Any]:
+    kubeconfig = tmp_path / "kubeconfig"
+    apiserver.write_kubeconfig(kubeconfig)
+    return {
+        "kubeConfig": str(kubeconfig),
+        "websocket": {"address": "127.0.0.1", "port": 0, "auth": "none"},
+        "metrics": {"address": "127.0.0.1", "port": 0},
+        "features": {"incremental_learning": {"enabled": False}},
+    }
+
+
+def test_runs_serves_health_and_stops_cleanly_on_sigterm(apiserver: Any, tmp_path: Path) -> None:
+    proc = start_gm(base_config(apiserver, tmp_path), tmp_path)
+    lines: list[str] = []
+    try:
+        port = int(read_until(proc, r"serving /metrics.* on 127\.0\.0\.1:(\d+)", lines)[1])
+        read_until(proc, r"sedna-gm started", lines)
+        base = f"http://127.0.0.1:{port}"
+        with urllib.request.urlopen(base + "/healthz", timeout=5) as r:
+            assert r.status == 200
+        with urllib.request.urlopen(base + "/readyz", timeout=5) as r:
+            body = r.read().decode()
+        assert "[+]informer-sync ok" in body
+        assert "[+]websocket ok" in body
+        with urllib.request.urlopen(base + "/metrics", timeout=5) as r:
+            metrics = r.read().decode()
+        assert "lc_connected_nodes" in metrics
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    lines.append(out)
+    assert proc.returncode == 0, "".join(lines)
+    assert "received SIGTERM, stopping" in out
+    assert "Traceback" not in "".join(lines)
+
+
+def test_sigint_also_exits_zero_and_json_logs_are_one_object_per_line(
+    apiserver: Any, tmp_path: Path
+) -> None:
+    config = base_config(apiserver, tmp_path)
+    config["logging"] = {"format": "json", "level": "DEBUG"}
+    proc = start_gm(config, tmp_path)
+    lines: list[str] = []
+    try:
+        read_until(proc, r"sedna-gm started", lines)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    bad = [x for x in (*lines, *out.splitlines()) if x.strip() and not x.startswith("{")]
+    assert not bad, "\n".join(bad)
+    records = [json.loads(line) for line in (*lines, *out.splitlines()) if line.strip()]
+    assert {"time", "level", "message"} <= set(records[0])
+    assert any(r["message"] == "received SIGINT, stopping" for r in records)
+    # Libraries' standard-logging records (websockets, asyncio at DEBUG) arrive as JSON too.
+    libraries = ("websockets", "asyncio", "urllib3", "kubernetes")
+    assert any(r["logger"].startswith(libraries) for r in records), {r["logger"] for r in records}
