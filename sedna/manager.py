@@ -156,17 +156,7 @@ class Manager:
         if not informers.wait_for_cache_sync(self._sync_timeout):
             raise StartupError(f"informer caches did not sync within {self._sync_timeout:.0f} s")
         if self._uses_message_layer:
-            if self.config.websocket.auth == "none":
-                logger.warning(
-                    "websocket.auth is none: LocalControllers are not authenticated "
-                    "(Sedna compatibility); use token authentication where LCs support it"
-                )
-            layer = c.message_layer()
-            registry = c.upstream()
-            for kind in registry.kinds():  # features registered theirs while being built
-                handler = registry.handler_for(kind)
-                assert handler is not None
-                layer.register_upstream(kind, handler)
+            layer = c.message_layer()  # dispatches to the container's upstream registry
             layer.start()
             self._running.append(("websocket server", layer))
         if self.config.metrics.enabled:

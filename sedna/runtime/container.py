@@ -51,9 +51,14 @@ def _token_provider(config: GMConfig, kube: KubeClient) -> Callable[[], Iterable
     )
 
 
-def _message_layer(config: GMConfig, metrics: Metrics, kube: KubeClient) -> MessageLayer:
+def _message_layer(
+    config: GMConfig, metrics: Metrics, upstream: UpstreamRegistry, kube: KubeClient
+) -> MessageLayer:
     return MessageLayer(
-        config.websocket, metrics=metrics, token_provider=_token_provider(config, kube)
+        config.websocket,
+        metrics=metrics,
+        upstream=upstream,
+        token_provider=_token_provider(config, kube),
     )
 
 
@@ -81,7 +86,7 @@ class RuntimeContainer(containers.DeclarativeContainer):
         clock=clock,
     )
     upstream = providers.Singleton(UpstreamRegistry)
-    message_layer = providers.Singleton(_message_layer, config, metrics, kube)
+    message_layer = providers.Singleton(_message_layer, config, metrics, upstream, kube)
     downstream = providers.Singleton(_send_of, message_layer)
     events = providers.Singleton(EventRecorder, kube, metrics=metrics, clock=clock)
     pod_adjusters: providers.Provider[Any] = providers.Object(())

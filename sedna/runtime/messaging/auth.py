@@ -1,0 +1,167 @@
+"""LC authentication (bearer tokens) and the server's TLS context.
+
+Sedna's Go GM accepts any client that can reach its port and then ships it job
+specs and, through the `sedna.io/credential` annotation, storage credentials. We
+check a bearer token before the websocket upgrade instead, so an unauthenticated
+client gets an HTTP 401 and never a single frame.
+
+Tokens come from a *provider*, a function returning the currently valid set, called
+per connection attempt so that rotation needs no restart. A source may hold several
+tokens, one per line, so that an old and a new token can overlap during rotation.
+The providers here take no Kubernetes client: the caller passes a `get_secret`
+function (typically an informer lister lookup), which keeps this module free of I/O
+choices.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+import ssl
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from loguru import logger
+
+from sedna.runtime.config import ConfigError, TLSConfig
+
+TokenProvider = Callable[[], Iterable[str]]
+SECRET_TOKEN_KEY = "token"
+
+
+def parse_tokens(text: str) -> frozenset[str]:
+    """Every non-empty line, stripped, is a valid token."""
+    return frozenset(line.strip() for line in text.splitlines() if line.strip())
+
+
+def file_token_provider(path: str | os.PathLike[str]) -> Callable[[], frozenset[str]]:
+    """Tokens from a file, re-read whenever the file changes (mtime, size or inode).
+
+    Kubernetes updates a mounted Secret by swapping a symlink, which changes the
+    inode that `os.stat` sees, so rotation is picked up on the next connection. An
+    unreadable file yields no tokens (every LC is refused) and is logged once per
+    change of state, not once per connection attempt.
+    """
+    lock = threading.Lock()
+    state: dict[str, Any] = {"sig": None, "tokens": frozenset(), "error": None}
+
+    def provide() -> frozenset[str]:
+        with lock:
+            try:
+                st = os.stat(path)
+                sig = (st.st_mtime_ns, st.st_size, st.st_ino)
+                if sig != state["sig"]:
+                    with open(path, encoding="utf-8") as fh:
+                        tokens = parse_tokens(fh.read())
+                    if not tokens:
+                        logger.error("websocket token file {} holds no token", path)
+                    state.update(sig=sig, tokens=tokens, error=None)
+            except (OSError, UnicodeDecodeError) as exc:
+                err = type(exc).__name__
+                if state["error"] != err:
+                    logger.error("cannot read websocket token file {}: {}", path, err)
+                state.update(sig=None, tokens=frozenset(), error=err)
+            tokens_now: frozenset[str] = state["tokens"]
+            return tokens_now
+
+    return provide
+
+
+def _split_ref(ref: str) -> tuple[str, str]:
+    parts = ref.split("/")
+    if len(parts) != 2 or not all(parts):
+        raise ConfigError(f"websocket.tokenSecret: expected 'namespace/name', got {ref!r}")
+    return parts[0], parts[1]
+
+
+def secret_token_provider(
+    get_secret: Callable[[str, str], Mapping[str, Any] | None], ref: str
+) -> Callable[[], frozenset[str]]:
+    """Tokens from the key `token` of the Secret `ref` ("namespace/name").
+
+    `get_secret(namespace, name)` returns the Secret as the API serves it (with
+    base64 `data`; `stringData` is accepted too) or None when it does not exist. It is
+    called on every connection attempt, so it should read a cache such as a lister.
+    """
+    namespace, name = _split_ref(ref)
+    lock = threading.Lock()
+    last_problem: list[str | None] = [None]
+
+    def problem(text: str | None) -> None:
+        with lock:
+            if text is not None and text != last_problem[0]:
+                logger.error("websocket token secret {}/{}: {}", namespace, name, text)
+            last_problem[0] = text
+
+    def provide() -> frozenset[str]:
+        secret = get_secret(namespace, name)
+        if secret is None:
+            problem("not found; every LC is refused")
+            return frozenset()
+        data = secret.get("data") or {}
+        string_data = secret.get("stringData") or {}
+        if isinstance(data, Mapping) and isinstance(data.get(SECRET_TOKEN_KEY), str):
+            try:
+                text = base64.b64decode(data[SECRET_TOKEN_KEY], validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                problem(f"key {SECRET_TOKEN_KEY!r} is not valid base64 UTF-8")
+                return frozenset()
+        elif isinstance(string_data, Mapping) and isinstance(
+            string_data.get(SECRET_TOKEN_KEY), str
+        ):
+            text = string_data[SECRET_TOKEN_KEY]
+        else:
+            problem(f"has no key {SECRET_TOKEN_KEY!r}; every LC is refused")
+            return frozenset()
+        tokens = parse_tokens(text)
+        problem(None if tokens else f"key {SECRET_TOKEN_KEY!r} is empty; every LC is refused")
+        return tokens
+
+    return provide
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header (scheme case-insensitive)."""
+    if not authorization:
+        return None
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        return None
+    return token
+
+
+def token_valid(candidate: str | None, tokens: Iterable[str]) -> bool:
+    """Constant-time check of candidate against every valid token.
+
+    Both sides are hashed first so that neither the content nor the length of a
+    valid token shows in the timing, and every token is compared (no early exit).
+    """
+    if candidate is None:
+        return False
+    want = hashlib.sha256(candidate.encode()).digest()
+    ok = False
+    for token in tokens:
+        ok |= hmac.compare_digest(want, hashlib.sha256(token.encode()).digest())
+    return ok
+
+
+def server_ssl_context(tls: TLSConfig) -> ssl.SSLContext:
+    """The wss context from websocket.tls; errors name the config key, not a traceback."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        ctx.load_cert_chain(certfile=tls.certFile, keyfile=tls.keyFile)
+    except FileNotFoundError as exc:
+        raise ConfigError(
+            f"websocket.tls: file not found: {exc.filename or tls.certFile}"
+        ) from None
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(
+            f"websocket.tls.certFile/keyFile: cannot load {tls.certFile} and {tls.keyFile}: {exc}"
+        ) from None
+    return ctx

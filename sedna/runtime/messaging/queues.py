@@ -1,0 +1,139 @@
+"""Per-node downstream queues: coalescing, bounded, shared by controller threads and the loop.
+
+Sedna's Go GM keeps, per node, a workqueue of `kind/namespace/name` keys and a store
+with the latest message per key, so several sends for one object collapse to the
+newest. `NodeQueue` is that pair in one ordered dict:
+
+- A newer message for a key that is already waiting **takes the older one's place**
+  (the key keeps its position), as re-adding a queued key to a workqueue does not
+  move it. An object that changes all the time therefore cannot starve the others,
+  and since at most one message per key waits, the order per key is kept.
+- The queue is bounded (`maxQueuePerNode`): a node that stays away must not grow
+  memory without limit. At the bound the oldest waiting message is dropped and
+  returned so that the caller can log and count it. Nothing is lost for good: the
+  controllers resend on their next resync.
+- A message whose write failed goes back to the front, unless a newer message for
+  its key arrived meanwhile (then the newer one supersedes it).
+
+The queue is guarded by a plain lock because its writers are controller threads and
+its reader is the asyncio loop; no operation blocks while holding it. The loop's
+writer *arms* a waker when it finds the queue empty, and the next `put` fires it,
+so a busy writer costs no cross-thread wake-ups at all.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from sedna.runtime.messaging.wire import Header
+
+
+class _DepthGauge(Protocol):
+    def set(self, value: float) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One downstream message, already encoded so that the caller's object may change after."""
+
+    header: Header
+    frame: str
+    credential: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.header.key
+
+
+Waker = Callable[[], None]
+
+
+class NodeQueue:
+    """The waiting downstream messages of one node (see the module docstring for the rules)."""
+
+    def __init__(self, node: str, bound: int, depth_gauge: _DepthGauge | None = None) -> None:
+        if bound < 1:
+            raise ValueError("queue bound must be at least 1")
+        self.node = node
+        self._bound = bound
+        self._gauge = depth_gauge
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, Outgoing] = OrderedDict()
+        self._waker: Waker | None = None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def keys(self) -> list[str]:
+        """Waiting keys in delivery order (for tests and debugging)."""
+        with self._lock:
+            return list(self._items)
+
+    def _set_depth(self) -> None:
+        if self._gauge is not None:
+            self._gauge.set(len(self._items))
+
+    def put(self, msg: Outgoing) -> Outgoing | None:
+        """Queue msg; return the message dropped to respect the bound, if any."""
+        dropped: Outgoing | None = None
+        with self._lock:
+            items = self._items
+            if msg.key in items:
+                items[msg.key] = msg
+            else:
+                if len(items) >= self._bound:
+                    _, dropped = items.popitem(last=False)
+                items[msg.key] = msg
+            self._set_depth()
+            waker, self._waker = self._waker, None
+        if waker is not None:
+            waker()
+        return dropped
+
+    def pop_or_arm(self, waker: Waker) -> Outgoing | None:
+        """Take the next message, or, if none waits, arm waker for the next put (atomically)."""
+        with self._lock:
+            if self._items:
+                _, msg = self._items.popitem(last=False)
+                self._set_depth()
+                return msg
+            self._waker = waker
+            return None
+
+    def disarm(self, waker: Waker) -> None:
+        """Forget waker if it is still armed, so that a gone connection is not woken."""
+        with self._lock:
+            # == not `is`: a bound method is a new object on every attribute access.
+            if self._waker == waker:
+                self._waker = None
+
+    def requeue(self, msg: Outgoing) -> Outgoing | None:
+        """Put back a message whose write failed; return one dropped to respect the bound."""
+        dropped: Outgoing | None = None
+        with self._lock:
+            items = self._items
+            if msg.key in items:
+                return None  # a newer message for this key supersedes the failed one
+            items[msg.key] = msg
+            items.move_to_end(msg.key, last=False)
+            if len(items) > self._bound:
+                _, dropped = items.popitem(last=False)
+            self._set_depth()
+            waker, self._waker = self._waker, None
+        if waker is not None:
+            waker()
+        return dropped
+
+    def clear(self) -> int:
+        """Forget every waiting message (at shutdown); return how many there were."""
+        with self._lock:
+            n = len(self._items)
+            self._items.clear()
+            self._set_depth()
+            self._waker = None
+            return n

@@ -1,0 +1,590 @@
+"""The LC websocket server: Sedna's GM side of the edge protocol, on an asyncio loop thread.
+
+Controllers are threads and must never wait for the network, so `send` only encodes
+the object and puts it on the node's `NodeQueue`; the loop thread owns the sockets.
+Per connected node there is one reader (decode, validate, hand to the upstream
+workers without blocking) and one writer (drain the node's queue). At most one
+writer per node runs at a time: a reconnect first retires the old connection and
+waits for its writer to put back an unfinished message, so the order per object is
+kept across reconnects.
+
+Differences from the Go GM, on purpose:
+- LCs authenticate with a bearer token before the upgrade (401 otherwise), and
+  objects that carry credentials are refused on plain ws unless the operator allows it.
+- A reconnect closes the old connection (Go keeps both, and their write loops share
+  one queue). Two LCs with one node name will therefore take turns; the warning on
+  every replacement names the node.
+- Malformed frames are refused one by one with a reason (Go's ReadJSON error ends the
+  connection, and Go even accepts binary frames). A frame above `maxFrameBytes` is
+  refused while the connection goes on; the websockets limit is set to
+  `_OVERSIZE_FACTOR` times that, and only a message above *that* ends the
+  connection (close code 1009), since it must be buffered whole before it can be judged.
+- The Go server handles every path (its mux pattern "/" matches all); so do we.
+
+Delivery is at most once per successful write, as in Go: a message counts as sent
+when the websocket library accepted it for the socket. A failed write puts the
+message back for the next connection. Queues live in memory only; after a GM restart
+the controllers' initial list resends every object.
+
+Accounting: every frame an LC sends, except its initial bare header, ends in exactly
+one of lc_messages_received{kind} (handed to a handler) or
+lc_messages_rejected{reason}. Refused handshakes are counted under the reasons
+`unauthorized` and `missing_node_name`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from http import HTTPStatus
+from typing import Any
+
+from loguru import logger
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from sedna.runtime.config import ConfigError, WebsocketConfig
+from sedna.runtime.messaging.auth import (
+    TokenProvider,
+    bearer_token,
+    file_token_provider,
+    server_ssl_context,
+    token_valid,
+)
+from sedna.runtime.messaging.queues import NodeQueue, Outgoing
+from sedna.runtime.messaging.upstream import DEFAULT_BACKLOG, Dispatch, UpstreamDispatcher
+from sedna.runtime.messaging.wire import (
+    CREDENTIAL_ANNOTATION,
+    FrameError,
+    Header,
+    Reason,
+    decode_frame,
+    decode_payload,
+    encode_frame,
+    encode_payload,
+    has_credential,
+    object_header,
+)
+from sedna.runtime.metrics import Metrics
+from sedna.runtime.upstream import UpstreamHandler, UpstreamMessage, UpstreamRegistry
+
+_EVENTS = frozenset(("insert", "update", "delete"))
+NODE_NAME_HEADER = "Node-Name"
+# Library limit = this many times maxFrameBytes: frames in between are refused one by one.
+_OVERSIZE_FACTOR = 4
+# How long a replaced connection's writer may finish its current write.
+_REPLACE_GRACE_SECONDS = 2.0
+_START_TIMEOUT_SECONDS = 30.0
+
+
+class _LoopWaker:
+    """Coalesces wake-ups from controller threads into one loop callback.
+
+    Each call_soon_threadsafe writes to the loop's self-pipe; with many idle nodes,
+    one per send would cost a syscall and a loop turn per message. Events are
+    collected instead, and one scheduled callback sets all that piled up.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._pending: list[asyncio.Event] = []
+
+    def wake(self, event: asyncio.Event) -> None:
+        with self._lock:
+            self._pending.append(event)
+            if len(self._pending) > 1:
+                return  # a flush is already scheduled
+        with contextlib.suppress(RuntimeError):  # loop closed: the GM is shutting down
+            self._loop.call_soon_threadsafe(self._flush)
+
+    def _flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for event in pending:
+            event.set()
+
+
+class _Connection:
+    """One LC connection as seen by its reader and writer."""
+
+    __slots__ = ("closed", "event", "node", "waker", "writer", "ws")
+
+    def __init__(self, node: str, ws: ServerConnection, waker: _LoopWaker) -> None:
+        self.node = node
+        self.ws = ws
+        self.waker = waker
+        self.event = asyncio.Event()
+        self.closed = False
+        self.writer: asyncio.Task[None] | None = None
+
+    def wake(self) -> None:
+        """Called by NodeQueue.put from any thread."""
+        self.waker.wake(self.event)
+
+    def stop(self) -> None:
+        """Tell the writer to end (loop thread only)."""
+        self.closed = True
+        self.event.set()
+
+
+class MessageLayer:
+    """Downstream sends to, and upstream reports from, the LocalControllers of edge nodes.
+
+    `token_provider` returns the valid bearer tokens; with `auth: token` and no
+    provider, `tokenFile` is used, and a `tokenSecret` needs the caller to pass
+    `secret_token_provider(...)` (this layer has no Kubernetes client).
+    `upstream` is the runtime's shared handler registry (a private one if None);
+    each kind's handler runs on `upstream_workers_per_kind` threads of its own with at
+    most `upstream_backlog` reports waiting.
+    """
+
+    def __init__(
+        self,
+        settings: WebsocketConfig,
+        *,
+        metrics: Metrics,
+        token_provider: Callable[[], Iterable[str]] | None = None,
+        upstream: UpstreamRegistry | None = None,
+        upstream_backlog: int = DEFAULT_BACKLOG,
+        upstream_workers_per_kind: int = 1,
+    ) -> None:
+        self._settings = settings
+        self._metrics = metrics
+        self._tls = settings.tls.enabled
+        self._limit = settings.maxFrameBytes
+        self._auth_required = settings.auth == "token"
+        if self._auth_required and token_provider is None:
+            if settings.tokenFile:
+                token_provider = file_token_provider(settings.tokenFile)
+            elif settings.tokenSecret:
+                raise ConfigError(
+                    "websocket.tokenSecret: the caller must build the token provider "
+                    "(secret_token_provider) and pass it to MessageLayer"
+                )
+            else:
+                raise ConfigError(
+                    "websocket.auth: 'token' needs websocket.tokenFile or websocket.tokenSecret "
+                    "(or auth: none, which leaves LCs unauthenticated)"
+                )
+        self._token_provider: TokenProvider | None = token_provider
+        self.upstream = upstream if upstream is not None else UpstreamRegistry()
+        self._dispatcher = UpstreamDispatcher(
+            self.upstream,
+            metrics,
+            backlog=upstream_backlog,
+            workers_per_kind=upstream_workers_per_kind,
+        )
+        self._lock = threading.Lock()
+        self._queues: dict[str, NodeQueue] = {}
+        self._conns: dict[str, _Connection] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._waker: _LoopWaker | None = None
+        self._sent: dict[str, Any] = {}  # metric children per kind, looked up once
+        self._startup_error: BaseException | None = None
+        self._stopped = False
+        self.port = 0
+
+    # ---- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Listen on address:port in a loop thread of its own; return once listening."""
+        if self._thread is not None or self._stopped:
+            raise RuntimeError("MessageLayer.start may be called once")
+        ssl_ctx = server_ssl_context(self._settings.tls) if self._tls else None
+        if not self._auth_required:
+            logger.warning(
+                "websocket.auth is none: LCs are not authenticated; anyone who reaches "
+                "{}:{} can receive job specs and send status reports",
+                self._settings.address,
+                self._settings.port,
+            )
+        if not self._tls:
+            logger.info("LC websocket without TLS (ws://); set websocket.tls for wss://")
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(ssl_ctx, ready), name="sedna-messaging", daemon=True
+        )
+        self._thread.start()
+        if not ready.wait(_START_TIMEOUT_SECONDS):
+            raise RuntimeError("LC websocket server did not start in time")
+        if self._startup_error is not None:
+            self._thread.join()
+            err = self._startup_error
+            raise RuntimeError(
+                f"cannot listen on {self._settings.address}:{self._settings.port}: {err}"
+            ) from err
+        logger.info(
+            "LC websocket server listening on {}://{}:{}",
+            "wss" if self._tls else "ws",
+            self._settings.address,
+            self.port,
+        )
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Close every connection (1001), stop the loop and the upstream workers."""
+        if self._stopped:
+            return
+        self._stopped = True
+        loop, stop_event, thread = self._loop, self._stop_event, self._thread
+        if loop is not None and stop_event is not None:
+            with contextlib.suppress(RuntimeError):  # loop already gone
+                loop.call_soon_threadsafe(stop_event.set)
+        if thread is not None:
+            thread.join(timeout)
+            if thread.is_alive():
+                logger.warning("LC websocket thread did not stop within {} s", timeout)
+        self._dispatcher.stop()
+        self._metrics.lc_connected_nodes.set(0)
+
+    def _run(self, ssl_ctx: Any, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._serve(ssl_ctx, ready))
+            loop.run_until_complete(loop.shutdown_default_executor())
+        except BaseException as exc:  # a crash must not leave start() waiting
+            if not ready.is_set():
+                self._startup_error = exc
+                ready.set()
+            else:
+                logger.opt(exception=exc).error("LC websocket loop crashed")
+        finally:
+            loop.close()
+
+    async def _serve(self, ssl_ctx: Any, ready: threading.Event) -> None:
+        self._stop_event = asyncio.Event()
+        self._waker = _LoopWaker(asyncio.get_running_loop())
+        try:
+            server: Server = await serve(
+                self._handle,
+                self._settings.address,
+                self._settings.port,
+                process_request=self._process_request,
+                ssl=ssl_ctx,
+                max_size=self._limit * _OVERSIZE_FACTOR,
+                # Go's LC never negotiates permessage-deflate; keep frames as Go sends them.
+                compression=None,
+                server_header="sedna-gm",
+            )
+        except OSError as exc:
+            self._startup_error = exc
+            ready.set()
+            return
+        self.port = int(server.sockets[0].getsockname()[1])
+        ready.set()
+        await self._stop_event.wait()
+        server.close(close_connections=True)
+        await server.wait_closed()
+
+    # ---- public API ------------------------------------------------------------------
+
+    def send(self, node_name: str, event: str, obj: Mapping[str, Any]) -> None:
+        """Queue obj for the LC of node_name and return at once (thread-safe).
+
+        The object is encoded now, so the caller may change or reuse it afterwards.
+        With `updatesAsInsert` an update goes out as `insert`, the only upsert Go LCs
+        know. An object with credentials is refused here, not later, when the
+        connection is not TLS and `allowPlainCredentials` is off: the caller's log line
+        is then next to the cause. Raises ValueError for a bad event or an object
+        without kind/name (caller bugs); never logs the payload.
+        """
+        if event not in _EVENTS:
+            raise ValueError(f"event must be insert, update or delete, got {event!r}")
+        if not node_name:
+            raise ValueError("node_name must not be empty")
+        operation = "insert" if event == "update" and self._settings.updatesAsInsert else event
+        header = object_header(obj, operation)
+        credential = has_credential(obj)
+        if credential and not self._tls and not self._settings.allowPlainCredentials:
+            self._metrics.lc_messages_rejected.labels(reason=Reason.PLAIN_CREDENTIALS.value).inc()
+            logger.error(
+                "refused to send {} {}/{} to node {}: it carries credentials "
+                "(annotation {}) and the LC websocket is not TLS; configure websocket.tls "
+                "or set websocket.allowPlainCredentials",
+                header.kind,
+                header.namespace,
+                header.name,
+                node_name,
+                CREDENTIAL_ANNOTATION,
+            )
+            return
+        try:
+            payload = encode_payload(obj)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"cannot encode {header.kind} {header.namespace}/{header.name} "
+                f"for node {node_name}: {exc}"
+            ) from None
+        msg = Outgoing(header=header, frame=encode_frame(header, payload), credential=credential)
+        dropped = self._queue_for(node_name).put(msg)
+        if dropped is not None:
+            self._metrics.lc_messages_dropped.labels(kind=dropped.header.kind).inc()
+            logger.warning(
+                "queue of node {} is full ({} messages): dropped the oldest, {} {} {}/{}",
+                node_name,
+                self._settings.maxQueuePerNode,
+                dropped.header.operation,
+                dropped.header.kind,
+                dropped.header.namespace,
+                dropped.header.name,
+            )
+
+    def register_upstream(self, kind: str, handler: UpstreamHandler) -> None:
+        """Route `status` reports of kind (case-insensitive) to handler, on worker threads.
+
+        Same as registering on the shared `upstream` registry. A second registration
+        for a kind raises DuplicateHandlerError (a ValueError) naming the kind.
+        """
+        self.upstream.register(kind, handler)
+
+    def connected_nodes(self) -> list[str]:
+        with self._lock:
+            return sorted(self._conns)
+
+    def queue_depth(self, node_name: str) -> int:
+        with self._lock:
+            q = self._queues.get(node_name)
+        return len(q) if q is not None else 0
+
+    # ---- internals -------------------------------------------------------------------
+
+    def _queue_for(self, node: str) -> NodeQueue:
+        q = self._queues.get(node)
+        if q is not None:
+            return q
+        with self._lock:
+            q = self._queues.get(node)
+            if q is None:
+                gauge = self._metrics.lc_queue_depth.labels(node=node)
+                q = NodeQueue(node, self._settings.maxQueuePerNode, gauge)
+                self._queues[node] = q
+            return q
+
+    def _tokens(self) -> frozenset[str]:
+        assert self._token_provider is not None
+        try:
+            return frozenset(self._token_provider())
+        except Exception as exc:
+            logger.error("websocket token provider failed ({}); refusing LCs", type(exc).__name__)
+            return frozenset()
+
+    async def _process_request(
+        self, connection: ServerConnection, request: Request
+    ) -> Response | None:
+        """Refuse before the upgrade: 401 without a valid token, 400 without a node name."""
+        names = request.headers.get_all(NODE_NAME_HEADER)
+        node = names[0].strip() if len(names) == 1 else ""
+        peer = connection.remote_address
+        if self._auth_required:
+            tokens = await asyncio.get_running_loop().run_in_executor(None, self._tokens)
+            auth = request.headers.get_all("Authorization")
+            candidate = bearer_token(auth[0]) if len(auth) == 1 else None
+            if not token_valid(candidate, tokens):
+                self._metrics.lc_messages_rejected.labels(reason=Reason.UNAUTHORIZED.value).inc()
+                logger.warning(
+                    "refused LC connection from {} (node {!r}): {} bearer token",
+                    peer,
+                    node,
+                    "missing" if candidate is None else "invalid",
+                )
+                response = connection.respond(
+                    HTTPStatus.UNAUTHORIZED, "missing or invalid bearer token\n"
+                )
+                response.headers["WWW-Authenticate"] = 'Bearer realm="sedna-gm"'
+                return response
+        if not node:
+            self._metrics.lc_messages_rejected.labels(reason=Reason.MISSING_NODE_NAME.value).inc()
+            logger.warning("refused LC connection from {}: no single Node-Name header", peer)
+            return connection.respond(HTTPStatus.BAD_REQUEST, "missing Node-Name header\n")
+        return None
+
+    async def _handle(self, ws: ServerConnection) -> None:
+        node = ws.request.headers[NODE_NAME_HEADER].strip() if ws.request else ""
+        assert self._waker is not None
+        conn = _Connection(node, ws, self._waker)
+        with self._lock:
+            old = self._conns.get(node)
+            self._conns[node] = conn
+            count = len(self._conns)
+        self._metrics.lc_connected_nodes.set(count)
+        if old is not None:
+            logger.warning(
+                "node {} connected again from {}; closing its previous connection",
+                node,
+                ws.remote_address,
+            )
+            await self._retire(old)
+        else:
+            logger.info("node {} connected from {}", node, ws.remote_address)
+        try:
+            if not conn.closed:  # not already replaced by a third connection
+                conn.writer = asyncio.create_task(self._write_loop(conn, self._queue_for(node)))
+                await self._read_loop(conn)
+        finally:
+            conn.stop()
+            with self._lock:
+                if self._conns.get(node) is conn:
+                    del self._conns[node]
+                count = len(self._conns)
+            self._metrics.lc_connected_nodes.set(count)
+            if conn.writer is not None:
+                await asyncio.wait({conn.writer})
+            logger.info(
+                "node {} disconnected (close code {}, {!r})", node, ws.close_code, ws.close_reason
+            )
+
+    async def _retire(self, old: _Connection) -> None:
+        """Close a replaced connection and wait until its writer has let go of the queue."""
+        old.stop()
+        closing = asyncio.create_task(old.ws.close(1000, "replaced by a newer connection"))
+        self._background.add(closing)
+        closing.add_done_callback(self._background.discard)
+        if old.writer is None:
+            return
+        done, _ = await asyncio.wait({old.writer}, timeout=_REPLACE_GRACE_SECONDS)
+        if not done:
+            old.ws.transport.abort()  # a dead peer: do not wait for its TCP buffers
+            await asyncio.wait({old.writer})
+
+    async def _write_loop(self, conn: _Connection, q: NodeQueue) -> None:
+        try:
+            while not conn.closed:
+                conn.event.clear()
+                msg = q.pop_or_arm(conn.wake)
+                if msg is None:
+                    await conn.event.wait()
+                    continue
+                try:
+                    await conn.ws.send(msg.frame)
+                except BaseException as exc:
+                    self._requeue(q, msg)
+                    if isinstance(exc, ConnectionClosed):
+                        logger.info(
+                            "write to node {} failed (connection closed); {} {}/{} kept for "
+                            "the next connection",
+                            conn.node,
+                            msg.header.kind,
+                            msg.header.namespace,
+                            msg.header.name,
+                        )
+                        return
+                    if isinstance(exc, Exception):
+                        logger.error(
+                            "write to node {} failed ({}); closing the connection",
+                            conn.node,
+                            type(exc).__name__,
+                        )
+                        conn.ws.transport.abort()
+                        return
+                    raise
+                self._sent_counter(msg.header.kind).inc()
+        finally:
+            q.disarm(conn.wake)
+
+    def _sent_counter(self, kind: str) -> Any:
+        counter = self._sent.get(kind)
+        if counter is None:
+            counter = self._sent[kind] = self._metrics.lc_messages_sent.labels(kind=kind)
+        return counter
+
+    def _requeue(self, q: NodeQueue, msg: Outgoing) -> None:
+        dropped = q.requeue(msg)
+        if dropped is not None:
+            self._metrics.lc_messages_dropped.labels(kind=dropped.header.kind).inc()
+            logger.warning(
+                "queue of node {} is full: dropped {} {} {}/{} after a failed write",
+                q.node,
+                dropped.header.operation,
+                dropped.header.kind,
+                dropped.header.namespace,
+                dropped.header.name,
+            )
+
+    async def _read_loop(self, conn: _Connection) -> None:
+        try:
+            async for data in conn.ws:
+                try:
+                    self._on_frame(conn.node, data)
+                except Exception as exc:  # a bug here must not cost the node its connection
+                    logger.opt(exception=exc).error(
+                        "internal error on a frame from node {}", conn.node
+                    )
+        except ConnectionClosed:
+            pass
+
+    def _reject(self, node: str, reason: Reason, detail: str, header: Header | None) -> None:
+        self._metrics.lc_messages_rejected.labels(reason=reason.value).inc()
+        if header is None:
+            logger.warning("rejected a frame from node {} ({}): {}", node, reason.value, detail)
+        else:
+            logger.warning(
+                "rejected a message from node {} ({}): {}; kind={} namespace={} name={}",
+                node,
+                reason.value,
+                detail,
+                header.kind,
+                header.namespace,
+                header.name,
+            )
+
+    def _on_frame(self, node: str, data: str | bytes) -> None:
+        if isinstance(data, bytes):
+            self._reject(
+                node, Reason.BINARY_FRAME, "binary frame; the LC protocol uses JSON text", None
+            )
+            return
+        size = len(data)
+        if not data.isascii() and size * 4 > self._limit:
+            size = len(data.encode())
+        if size > self._limit:
+            detail = f"frame of {size} bytes exceeds websocket.maxFrameBytes ({self._limit})"
+            self._reject(node, Reason.FRAME_TOO_LARGE, detail, None)
+            return
+        try:
+            decoded = decode_frame(data)
+            if decoded is None:
+                logger.debug("node {} sent its initial empty header", node)
+                return
+            header, payload = decoded
+            if header.operation != "status":
+                raise FrameError(
+                    Reason.UNSUPPORTED_OPERATION,
+                    f"operation {header.operation!r} ignored; LCs report with 'status'",
+                    header,
+                )
+            if not self._dispatcher.handles(header.kind):
+                raise FrameError(
+                    Reason.UNKNOWN_KIND, f"no handler for kind {header.kind!r}", header
+                )
+            content = decode_payload(payload, header)
+        except FrameError as err:
+            self._reject(node, err.reason, err.detail, err.header)
+            return
+        msg = UpstreamMessage(
+            node_name=node,
+            kind=header.kind,
+            namespace=header.namespace,
+            name=header.name,
+            operation=header.operation,
+            content=content,
+        )
+        outcome = self._dispatcher.dispatch(msg)
+        if outcome is not Dispatch.QUEUED:
+            detail = (
+                f"no handler for kind {header.kind!r}"
+                if outcome is Dispatch.NO_HANDLER
+                else "the handler of this kind is too far behind"
+            )
+            reason = (
+                Reason.UNKNOWN_KIND if outcome is Dispatch.NO_HANDLER else Reason.HANDLER_BACKLOG
+            )
+            self._reject(node, reason, detail, header)
+            return
+        self._metrics.lc_messages_received.labels(kind=header.kind).inc()
