@@ -22,6 +22,11 @@ if ! command -v kubectl >/dev/null 2>&1; then
     fi
 fi
 
+# Debian's kubectl (kubernetes-client, v1.20) as well, so old clients stay supported.
+if [ -f scripts/fetch_debian_kubectl.sh ]; then
+    bash scripts/fetch_debian_kubectl.sh || true
+fi
+
 echo "== ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

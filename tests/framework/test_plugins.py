@@ -165,3 +165,17 @@ def test_cli_version() -> None:
     proc = run_cli("", "--version")
     assert proc.returncode == 0
     assert proc.stdout.startswith("sedna-gm ")
+
+
+def test_cli_run_with_a_broken_enabled_plugin_exits_2(
+    use_plugins: UsePlugins, tmp_path: Path
+) -> None:
+    path = use_plugins("broken")
+    cfg = tmp_path / "gm.yaml"
+    cfg.write_text("features:\n  broken:\n    enabled: true\n")
+    proc = run_cli(path, "--config", str(cfg))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("sedna-gm: plugin broken (sedna-broken-plugin 0.0.1): cannot import")
+    assert "Traceback" not in proc.stderr

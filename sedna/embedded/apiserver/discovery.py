@@ -213,3 +213,21 @@ def openapi_v2(reg: Registry) -> dict[str, Any]:
         "paths": paths,
         "definitions": defs,
     }
+
+
+def _pb_field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (wire type 2); lengths here stay < 2**14."""
+    length = len(payload)
+    varint = bytes([length]) if length < 0x80 else bytes([(length & 0x7F) | 0x80, length >> 7])
+    return bytes([(number << 3) | 2]) + varint + payload
+
+
+def openapi_v2_protobuf() -> bytes:
+    """A minimal gnostic `openapi_v2.Document` (swagger, info, empty paths).
+
+    kubectl before 1.27 asks /openapi/v2 for protobuf only and validates `apply` input
+    against it; a document without definitions makes it skip validation of every kind,
+    as it does for CRDs without a schema.
+    """
+    info = _pb_field(1, b"Kubernetes") + _pb_field(2, str(VERSION_INFO["gitVersion"]).encode())
+    return _pb_field(1, b"2.0") + _pb_field(2, info) + _pb_field(8, b"")

@@ -85,6 +85,11 @@ class Handlers:
         path = request.path
         if len(path) > 1 and path.endswith("/"):
             path = path[:-1]
+        if path == "/openapi/v2" and "protobuf" in request.headers.get("Accept", ""):
+            return web.Response(
+                body=discovery.openapi_v2_protobuf(),
+                content_type="application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+            )
         static = self.static.get(path)
         if static is not None:
             if request.method != "GET":
