@@ -1,0 +1,303 @@
+"""One test per place where Sedna's Go controller is wrong; each fails on its behaviour."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from sedna.embedded.apiserver import APIServer
+from sedna.runtime import DeletedFinalStateUnknown
+
+from .conftest import GMFactory, LCFactory
+from .helpers import (
+    DS_NODE,
+    JOB,
+    LABEL,
+    WORKER_NODE,
+    Api,
+    create_dependencies,
+    sample_dataset,
+    sample_job,
+    sample_model,
+    wait_until,
+    whole_second_clock,
+)
+
+KIND = "incrementallearningjob"
+TRAIN_INPUT = {
+    "models": [{"format": "ckpt", "url": "/model/frozen.pb"}],
+    "dataURL": "/data/train/1.txt",
+    "outputDir": "/output/train/1",
+}
+
+
+def _idle(gm: Any) -> None:
+    assert gm.controller.wait_idle(5.0)
+
+
+def test_1_inference_create_failure_is_reported_and_retried_with_backoff(
+    api: Api, make_gm: GMFactory, embedded_apiserver: APIServer, sedna_reference: Path
+) -> None:
+    clock = whole_second_clock()
+    gm = make_gm(clock=clock)
+    create_dependencies(api, sedna_reference)
+    embedded_apiserver.faults.fail(500, verbs=["create"], resources=["pods"], count=1)
+    api.create(sample_job(sedna_reference))
+    api.wait_event("InferenceWorkerFailed", "cannot create the inference worker")
+    _idle(gm)
+    assert api.live_pods("inference") == []
+    assert api.states() == []  # no startTime/condition until the worker exists
+    clock.step(10.0)  # the first backoff
+    wait_until(lambda: api.live_pods("inference"), what="inference worker after backoff")
+    api.wait_latest("Train/Waiting")
+    assert api.job()["status"]["startTime"]
+
+
+def test_2_inference_secret_error_is_reported(
+    api: Api, make_gm: GMFactory, sedna_reference: Path
+) -> None:
+    clock = whole_second_clock()
+    gm = make_gm(clock=clock)
+    deploy = sample_model(sedna_reference, "deploy-model")
+    deploy["spec"]["url"] = "s3://models/deploy/frozen.pb"
+    deploy["spec"]["credentialName"] = "s3-creds"
+    api.create(sample_model(sedna_reference, "initial-model"))
+    api.create(deploy)
+    api.create(sample_dataset(sedna_reference))
+    api.create(sample_job(sedna_reference))
+    msg = api.wait_event("InferenceWorkerFailed", "s3-creds")
+    assert "deploy-model" in msg and "spec.credentialName" in msg
+    _idle(gm)
+    assert api.live_pods("inference") == []  # Sedna creates it without credentials
+
+    api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s3-creds", "annotations": {"s3-endpoint": "s3.example"}},
+            "data": {
+                "ACCESS_KEY_ID": base64.b64encode(b"ak").decode(),
+                "SECRET_ACCESS_KEY": base64.b64encode(b"sk").decode(),
+            },
+        }
+    )
+    clock.step(10.0)
+    (pod,) = wait_until(lambda: api.live_pods("inference"), what="inference worker")
+    init = pod["spec"]["initContainers"][0]
+    env = {e["name"]: e for e in init["env"]}
+    assert env["S3_ENDPOINT_URL"]["value"] == "https://s3.example"
+    assert env["ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"]["name"] == "s3-creds"
+
+
+def _pod(api: Api, name: str, worker_type: str, phase: str) -> None:
+    job = api.job()
+    meta = job["metadata"]
+    api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "labels": {
+                    f"{LABEL}name": meta["name"],
+                    f"{LABEL}uid": meta["uid"],
+                    f"{LABEL}worker-type": worker_type,
+                },
+                "ownerReferences": [
+                    {
+                        "apiVersion": "sedna.io/v1alpha1",
+                        "kind": "IncrementalLearningJob",
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {"nodeName": WORKER_NODE, "containers": [{"name": "w", "image": "x"}]},
+        }
+    )
+    api.set_phase(name, phase)
+
+
+def test_3_stage_pod_is_found_by_worker_type_label(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    gm = make_gm()
+    lc = make_lc(gm, DS_NODE)
+    create_dependencies(api, sedna_reference)
+    api.create(sample_job(sedna_reference))
+    api.wait_latest("Train/Waiting")
+    # A train worker whose name does not end in "-train-xxxxx" (Sedna never finds it and
+    # starts a second one), and a failed eval worker named like a train worker (Sedna
+    # takes it for the train pod and fails the stage).
+    _pod(api, "trainer-0", "train", "Pending")
+    _pod(api, f"{JOB}-train-decoy", "eval", "Failed")
+    lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
+    api.wait_latest("Train/Starting")
+    starting = api.conditions()[-1]
+    assert starting["reason"] == "WorkerAdopted"
+    assert json.loads(starting["data"]) == {"pod": "trainer-0"}
+    api.set_phase("trainer-0", "Running")
+    api.wait_latest("Train/Running")
+    assert [p["metadata"]["name"] for p in api.worker_pods("train")] == ["trainer-0"]
+    api.set_phase("trainer-0", "Succeeded")
+    api.wait_latest("Eval/Waiting")
+
+
+def test_4_conditions_are_bounded_and_keep_the_latest_of_each_stage(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    gm = make_gm(options={"maxConditions": 6})
+    ds_lc = make_lc(gm, DS_NODE)
+    node_lc = make_lc(gm, WORKER_NODE)
+    create_dependencies(api, sedna_reference)
+    api.create(sample_job(sedna_reference))
+    api.wait_latest("Train/Waiting")
+    for cycle in (1, 2):
+        ds_lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
+        api.wait_latest("Train/Starting")
+        (train,) = [p for p in api.live_pods("train") if p["status"].get("phase") == "Pending"]
+        api.set_phase(train["metadata"]["name"], "Running")
+        api.wait_latest("Train/Running")
+        out = {"models": [{"format": "ckpt", "url": f"/out/{cycle}.pb"}]}
+        node_lc.report(api.ns, "train", "completed", input=TRAIN_INPUT, output=out)
+        api.wait_latest("Eval/Waiting")
+        api.set_phase(train["metadata"]["name"], "Succeeded")
+        ds_lc.report(api.ns, "eval", "ready", input={"models": out["models"], "dataURL": "/e"})
+        api.wait_latest("Eval/Starting")
+        (ev,) = [p for p in api.live_pods("eval") if p["status"].get("phase") == "Pending"]
+        api.set_phase(ev["metadata"]["name"], "Succeeded")
+        api.wait_latest("Deploy/Waiting")
+        node_lc.report(api.ns, "deploy", "ready", input={"models": out["models"]})
+        api.wait_latest("Train/Waiting")
+        conds = api.conditions()
+        assert len(conds) == 6
+        assert {c["stage"] for c in conds} == {"Train", "Eval", "Deploy"}
+        # the LC's latest trained model is still there for it to find
+        data = [c["data"] for c in conds if c["stage"] == "Train" and c["type"] == "Completed"]
+        assert json.loads(data[-1])["output"]["models"][0]["url"] == f"/out/{cycle}.pb"
+
+
+def test_5_failing_stage_backs_off_exponentially(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    clock = whole_second_clock()
+    gm = make_gm(clock=clock)
+    lc = make_lc(gm, DS_NODE)
+    create_dependencies(api, sedna_reference)
+    api.create(sample_job(sedna_reference))
+    api.wait_latest("Train/Waiting")
+    for failures, delay in ((1, 10), (2, 20), (3, 40)):
+        lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
+        api.wait_latest("Train/Starting")
+        (pod,) = [p for p in api.live_pods("train") if p["status"].get("phase") == "Pending"]
+        api.set_phase(pod["metadata"]["name"], "Failed")
+        api.wait_latest("Train/Failed")
+        api.wait_event("BackOff", f"({failures} failure(s) in a row); back to Train in {delay}s")
+        _idle(gm)
+        clock.step(delay - 1)
+        _idle(gm)
+        assert api.latest() == "Train/Failed"  # Sedna retries at once
+        clock.step(1)
+        api.wait_latest("Train/Waiting")
+        assert api.conditions()[-1]["reason"] == "RetryAfterFailure"
+
+
+def test_5b_backoff_is_capped_at_six_minutes() -> None:
+    from sedna_incremental_learning.conditions import failure_backoff
+
+    assert [failure_backoff(n, 10, 360) for n in range(1, 9)] == [
+        10, 20, 40, 80, 160, 320, 360, 360,
+    ]  # fmt: skip
+
+
+def test_6_missing_dataset_is_reported_and_job_wakes_when_it_appears(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    gm = make_gm()
+    lc = make_lc(gm, DS_NODE)
+    create_dependencies(api, sedna_reference, dataset=False)
+    api.create(sample_job(sedna_reference))
+    api.wait_latest("Train/Waiting")
+    lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
+    msg = api.wait_event("MissingDataset")
+    assert f"Dataset {api.ns}/incremental-dataset" in msg
+    ready = wait_until(
+        lambda: (c := api.conditions()[-1]).get("reason") == "MissingDataset" and c,
+        what="condition naming the missing Dataset",
+    )
+    assert ready["type"] == "Ready" and "incremental-dataset" in ready["message"]
+    _idle(gm)
+    assert api.worker_pods("train") == []
+    api.create(sample_dataset(sedna_reference))  # no resync in 3600 s: the watch wakes the job
+    api.wait_latest("Train/Starting")
+    assert len(api.worker_pods("train")) == 1
+
+
+def test_6b_missing_model_on_first_sync(
+    api: Api, make_gm: GMFactory, sedna_reference: Path
+) -> None:
+    make_gm()
+    api.create(sample_dataset(sedna_reference))
+    api.create(sample_job(sedna_reference))
+    msg = api.wait_event("MissingModel")
+    assert f"Model {api.ns}/deploy-model" in msg and "spec.deploySpec.model.name" in msg
+    api.create(sample_model(sedna_reference, "initial-model"))
+    api.create(sample_model(sedna_reference, "deploy-model"))
+    api.wait_latest("Train/Waiting")
+    assert len(api.live_pods("inference")) == 1
+
+
+def test_7_deletes_reach_every_lc_even_as_tombstones(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    gm = make_gm()
+    ds_lc = make_lc(gm, DS_NODE)
+    node_lc = make_lc(gm, WORKER_NODE)
+    create_dependencies(api, sedna_reference)
+    api.create(sample_job(sedna_reference))
+    api.wait_latest("Train/Waiting")
+    ds_lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
+    api.wait_latest("Train/Starting")
+    (pod,) = api.live_pods("train")
+    api.set_phase(pod["metadata"]["name"], "Running")
+    api.wait_latest("Train/Running")
+    node_lc.wait_job_state("Train/Running")
+
+    # a delete the informer missed arrives as a tombstone with the last known state
+    last = gm.controller.jobs.lister.get(api.ns, JOB)
+    gm.controller._job_deleted(DeletedFinalStateUnknown(f"{api.ns}/{JOB}", last))
+    for lc in (ds_lc, node_lc):
+        lc.wait_for(KIND, "delete", JOB)
+
+
+def test_7b_delete_reaches_dataset_node_when_dataset_is_gone(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    gm = make_gm()
+    ds_lc = make_lc(gm, DS_NODE)
+    create_dependencies(api, sedna_reference)
+    api.create(sample_job(sedna_reference))
+    ds_lc.wait_job_state("Train/Waiting")
+    api.datasets.delete(api.ns, "incremental-dataset")
+    wait_until(lambda: gm.controller.datasets.lister.get(api.ns, "incremental-dataset") is None)
+    api.jobs.delete(api.ns, JOB)
+    ds_lc.wait_for(KIND, "delete", JOB)
+
+
+def test_8_worker_count_is_a_feature_option(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    gm = make_gm(workers=3)
+    assert gm.controller.workers == 3
+    names = [t.name for t in threading.enumerate() if t.is_alive()]
+    assert len([n for n in names if n.startswith("IncrementalLearningJob-worker-")]) == 3
+    # and they all work: several jobs progress
+    create_dependencies(api, sedna_reference)
+    for i in range(4):
+        api.create(sample_job(sedna_reference, name=f"job-{i}"))
+    for i in range(4):
+        api.wait_latest("Train/Waiting", name=f"job-{i}")

@@ -1,0 +1,124 @@
+"""The GM stopped and restarted in the middle of each stage: no second pod, the job goes on.
+
+The API is the database: a new GM (new caches, new websocket port) resumes from it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .conftest import GMFactory, LCFactory
+from .helpers import (
+    DS_NODE,
+    WORKER_NODE,
+    Api,
+    create_dependencies,
+    sample_job,
+)
+
+TRAIN_INPUT = {
+    "models": [{"format": "ckpt", "url": "/model/frozen.pb"}],
+    "dataURL": "/data/train/1.txt",
+    "outputDir": "/output/train/1",
+}
+EVAL_INPUT = {"models": [{"format": "ckpt", "url": "/output/train/1/m.pb"}], "dataURL": "/d.txt"}
+
+
+def test_restart_in_every_stage(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    gm = make_gm()
+    ds_lc = make_lc(gm, DS_NODE)
+    create_dependencies(api, sedna_reference)
+    api.create(sample_job(sedna_reference))
+    api.wait_latest("Train/Waiting")
+
+    # restart before anything ran: no second inference worker
+    gm.restart()
+    ds_lc = make_lc(gm, DS_NODE)
+    ds_lc.wait_job_state("Train/Waiting")  # the new GM told the (reconnected) LC again
+    assert len(api.live_pods("inference")) == 1
+
+    # Train: GM down while the worker starts
+    ds_lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
+    api.wait_latest("Train/Starting")
+    gm.stop()
+    (train,) = api.live_pods("train")
+    api.set_phase(train["metadata"]["name"], "Running")
+    gm.start()
+    api.wait_latest("Train/Running")
+    assert api.job()["metadata"]["annotations"]["sedna.io/Train"] == WORKER_NODE
+    assert len(api.worker_pods("train")) == 1
+
+    # Train -> Eval across a restart: the worker finished while the GM was down
+    gm.stop()
+    api.set_phase(train["metadata"]["name"], "Succeeded")
+    gm.start()
+    api.wait_latest("Eval/Waiting")
+    assert api.states()[-3:] == ["Train/Running", "Train/Completed", "Eval/Waiting"]
+
+    # Eval: GM down while Running; the worker succeeds meanwhile
+    ds_lc = make_lc(gm, DS_NODE)
+    ds_lc.report(api.ns, "eval", "ready", input=EVAL_INPUT)
+    api.wait_latest("Eval/Starting")
+    (ev,) = api.live_pods("eval")
+    api.set_phase(ev["metadata"]["name"], "Running")
+    api.wait_latest("Eval/Running")
+    gm.stop()
+    api.set_phase(ev["metadata"]["name"], "Succeeded")
+    gm.start()
+    api.wait_latest("Deploy/Waiting")
+    assert len(api.worker_pods("eval")) == 1
+
+    # Deploy: restart while Waiting; the eval node's LC hears of the job again
+    gm.restart()
+    node_lc = make_lc(gm, WORKER_NODE)
+    node_lc.wait_job_state("Deploy/Waiting")
+    node_lc.report(api.ns, "deploy", "ready", input={"models": [{"url": "/m.pb"}]})
+    api.wait_latest("Train/Waiting")
+    assert len(api.live_pods("inference")) == 1
+    assert len(api.worker_pods("train")) == 1
+    assert len(api.worker_pods("eval")) == 1
+
+
+def test_restart_between_pod_creation_and_status_write(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    """The GM created the worker and died before writing Starting: adopt, never duplicate."""
+    gm = make_gm()
+    ds_lc = make_lc(gm, DS_NODE)
+    create_dependencies(api, sedna_reference)
+    api.create(sample_job(sedna_reference))
+    api.wait_latest("Train/Waiting")
+    ds_lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
+    api.wait_latest("Train/Starting")
+    gm.stop()
+
+    # roll the status back to what a crash before the status write leaves behind
+    job = api.job()
+    job["status"]["conditions"] = job["status"]["conditions"][:-1]
+    api.jobs.replace_status(api.ns, job["metadata"]["name"], job)
+    assert api.latest() == "Train/Ready"
+
+    gm.start()
+    api.wait_latest("Train/Starting")
+    assert api.conditions()[-1]["reason"] == "WorkerAdopted"
+    assert len(api.worker_pods("train")) == 1
+
+
+def test_restart_before_the_first_status_write(
+    api: Api, make_gm: GMFactory, sedna_reference: Path
+) -> None:
+    """The inference worker exists but startTime was never written: not created twice."""
+    gm = make_gm()
+    create_dependencies(api, sedna_reference)
+    api.create(sample_job(sedna_reference, hot_update=True))
+    api.wait_latest("Train/Waiting")
+    gm.stop()
+    job = api.job()
+    job["status"] = {}
+    api.jobs.replace_status(api.ns, job["metadata"]["name"], job)
+    gm.start()
+    api.wait_latest("Train/Waiting")
+    assert api.job()["status"]["startTime"]
+    assert len(api.worker_pods("inference")) == 1
