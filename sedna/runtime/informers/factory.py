@@ -1,0 +1,165 @@
+"""One shared informer per resource for the whole GM.
+
+Every feature controller asks the factory for the informers it needs; asking
+twice for the same resource (and namespace scope) returns the same informer, so
+N controllers watching pods cost one list+watch, one cache and one dispatch
+thread, as with client-go's ``SharedInformerFactory``.
+
+The resync period is Sedna's: one random value in ``[min, 2*min)`` per factory
+(its ``genResyncPeriod``), so that many GMs do not resync in lockstep.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+from loguru import logger
+
+from ..clock import Clock, RealClock
+from ..kube.client import KubeClient
+from ..kube.resources import Resource
+from .informer import InformerOptions, SharedInformer
+from .mutation import CacheMutationError, detector_enabled_by_env
+from .store import Lister
+
+__all__ = ["SharedInformerFactory"]
+
+_InformerKey = tuple[Resource, str, str | None]
+
+
+class SharedInformerFactory:
+    """Creates, starts, syncs and stops the shared informers of one client."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        namespace: str = "",
+        min_resync_period: float = 30.0,
+        clock: Clock | None = None,
+        options: InformerOptions | None = None,
+        detect_mutations: bool | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.clock: Clock = clock or RealClock()
+        self.options = options or InformerOptions()
+        rng = rng or random.Random()
+        self.resync_period = (
+            min_resync_period * (1.0 + rng.random()) if min_resync_period > 0 else 0.0
+        )
+        self.detect_mutations = (
+            detector_enabled_by_env() if detect_mutations is None else detect_mutations
+        )
+        self._lock = threading.Lock()
+        self._informers: dict[_InformerKey, SharedInformer] = {}
+        self._started = False
+        self._stopped = False
+
+    def informer(
+        self,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> SharedInformer:
+        """The shared informer for ``res``; created on first use.
+
+        ``namespace`` overrides the factory's scope for this informer. An informer
+        requested after ``start()`` is started at once (client-go needs a second
+        ``Start`` call; forgetting it is a classic bug).
+        """
+        ns = self.namespace if namespace is None else namespace
+        if not res.namespaced:
+            ns = ""
+        key: _InformerKey = (res, ns, label_selector or None)
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("informer factory is stopped")
+            inf = self._informers.get(key)
+            if inf is None:
+                inf = SharedInformer(
+                    self.client.resource(res),
+                    namespace=ns,
+                    resync_period=self.resync_period,
+                    clock=self.clock,
+                    options=self.options,
+                    detect_mutations=self.detect_mutations,
+                    label_selector=label_selector or None,
+                )
+                self._informers[key] = inf
+                if self._started:
+                    inf.start()
+        return inf
+
+    @property
+    def stopped(self) -> bool:
+        """Whether ``stop()`` was called."""
+        return self._stopped
+
+    def lister(self, res: Resource, *, namespace: str | None = None) -> Lister:
+        """Shorthand for ``informer(res).lister``."""
+        return self.informer(res, namespace=namespace).lister
+
+    @property
+    def informers(self) -> list[SharedInformer]:
+        """Every informer created so far."""
+        with self._lock:
+            return list(self._informers.values())
+
+    def start(self) -> None:
+        """Start every informer (and any created later)."""
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("informer factory is stopped")
+            self._started = True
+            informers = list(self._informers.values())
+        for inf in informers:
+            inf.start()
+
+    def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
+        """Block until every started informer has synced; False on timeout.
+
+        Real time on purpose: this waits for the API server, not for a delay of ours.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for inf in self.informers:
+            if not inf.is_started:
+                continue
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not inf.wait_for_sync(remaining):
+                logger.warning("informer {} did not sync within {}s", inf.name, timeout)
+                return False
+        return True
+
+    def check_mutations(self) -> None:
+        """Run the mutation detector of every informer; raise ``CacheMutationError``."""
+        problems: list[str] = []
+        for inf in self.informers:
+            inf.check_mutations()
+            det = inf.mutation_detector
+            if det is not None:
+                problems.extend(det.failures)
+        if problems:
+            raise CacheMutationError("; ".join(problems))
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop every informer and join its threads; True if all ended in time.
+
+        With the mutation detector on, a final check runs after the threads are
+        joined and raises ``CacheMutationError`` naming each changed object.
+        """
+        with self._lock:
+            self._stopped = True
+            informers = list(self._informers.values())
+        for inf in informers:
+            inf.request_stop()
+        ok = True
+        for inf in informers:
+            ok = inf.join(timeout) and ok
+        if self.detect_mutations:
+            self.check_mutations()
+        return ok

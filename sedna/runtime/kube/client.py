@@ -1,0 +1,341 @@
+"""Raw JSON access to the API through the official client's transport.
+
+The generated ``*Api`` classes turn every response into model objects, which is
+most of the client's CPU cost (kubernetes-client/python #1867, #2284, #1231). We
+keep the official client for what it does well (configuration, auth and token
+refresh, TLS, the urllib3 pool) and stop before deserialization:
+``param_serialize`` builds the request, ``call_api`` returns the unread urllib3
+response, and the bytes are parsed with orjson into plain dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import kubernetes.client
+import orjson
+import urllib3
+from kubernetes.client import rest
+from kubernetes.client.exceptions import ApiException
+
+from .errors import ApiError, ReadTimeout, TransportError, error_from_status
+from .resources import Resource
+from .watch import WatchStream
+
+__all__ = ["DEFAULT_POOL_SIZE", "KubeClient", "PatchType", "ResourceClient", "ensure_pool_size"]
+
+PatchType = Literal["merge", "json", "strategic"]
+
+_PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+
+# Each informer holds one connection for its watch and every controller worker
+# may hold one more; the client's default (cpu_count * 5) makes urllib3 open and
+# throw away surplus connections with a warning on small machines.
+DEFAULT_POOL_SIZE = 32
+
+Timeout = float | tuple[float, float]
+
+
+def ensure_pool_size(api_client: kubernetes.client.ApiClient, size: int) -> None:
+    """Grow the urllib3 pool of ``api_client`` to at least ``size`` connections.
+
+    The pool is built when the ``ApiClient`` is, so a larger size means a new
+    ``RESTClientObject``; connections of the old pool are simply dropped.
+    """
+    cfg = api_client.configuration
+    current = cfg.connection_pool_maxsize or 0
+    if current >= size:
+        return
+    cfg.connection_pool_maxsize = size
+    api_client.rest_client = rest.RESTClientObject(cfg)
+
+
+class KubeClient:
+    """Entry point: one per ``ApiClient``, thread-safe, cheap ``resource()`` views."""
+
+    def __init__(
+        self,
+        api_client: kubernetes.client.ApiClient,
+        *,
+        request_timeout: Timeout = (10.0, 60.0),
+        pool_size: int | None = DEFAULT_POOL_SIZE,
+    ) -> None:
+        self.api_client = api_client
+        self.request_timeout = request_timeout
+        if pool_size:
+            ensure_pool_size(api_client, pool_size)
+        self._auth = ["BearerToken"]
+
+    def resource(self, res: Resource) -> ResourceClient:
+        """Return the client for one resource (cheap; no caching needed)."""
+        return ResourceClient(self, res)
+
+    # -- transport ---------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, Any]] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: Timeout | None = None,
+    ) -> dict[str, Any]:
+        """Send one request and return the parsed JSON body; errors raise ``ApiError``."""
+        resp = self._send(
+            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+        )
+        try:
+            data = resp.response.data
+        except urllib3.exceptions.ReadTimeoutError as exc:
+            resp.response.close()
+            raise ReadTimeout(0, "ReadTimeout", f"{method} {path}: {exc}") from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            resp.response.close()
+            raise TransportError(0, type(exc).__name__, f"{method} {path}: {exc}") from exc
+        resp.response.release_conn()
+        status = resp.status
+        parsed = _parse(data)
+        if not 200 <= status <= 299:
+            raise error_from_status(status, parsed, resp.reason or "")
+        if not isinstance(parsed, dict):
+            raise ApiError(status, "BadResponse", f"{method} {path}: response is not an object")
+        return parsed
+
+    def open_watch(
+        self,
+        path: str,
+        *,
+        query: Sequence[tuple[str, Any]],
+        read_timeout: float | None,
+        what: str,
+    ) -> WatchStream:
+        """Start a streaming GET; an HTTP error status raises before any event."""
+        connect = self._connect_timeout()
+        timeout: Timeout | None = (connect, read_timeout) if read_timeout else None
+        resp = self._send("GET", path, query=query, timeout=timeout, stream=True)
+        if not 200 <= resp.status <= 299:
+            try:
+                data = resp.response.data
+            except (urllib3.exceptions.HTTPError, OSError):
+                data = b""
+            raise error_from_status(resp.status, _parse(data), resp.reason or "")
+        return WatchStream(resp.response, what)
+
+    def _connect_timeout(self) -> float:
+        t = self.request_timeout
+        return t[0] if isinstance(t, tuple) else t
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, Any]] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: Timeout | None = None,
+        stream: bool = False,
+    ) -> rest.RESTResponse:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
+        # The body goes straight to call_api: param_serialize would walk it with
+        # sanitize_for_serialization, a pure-Python copy of every dict.
+        method_, url, header_params, _, _ = self.api_client.param_serialize(
+            method,
+            path,
+            query_params=list(query) if query else None,
+            header_params=headers,
+            auth_settings=self._auth,
+        )
+        if timeout is None and not stream:
+            timeout = self.request_timeout
+        try:
+            resp: rest.RESTResponse = self.api_client.call_api(
+                method_, url, header_params=header_params, body=body, _request_timeout=timeout
+            )
+        except ApiException as exc:
+            # The client raises ApiException only for transport failures here
+            # (status 0) or its own retry-after handling; keep our error types.
+            if exc.status:
+                raise error_from_status(
+                    exc.status, _parse(exc.body or b""), exc.reason or ""
+                ) from exc
+            raise TransportError(0, "TransportError", f"{method} {path}: {exc.reason}") from exc
+        except urllib3.exceptions.ReadTimeoutError as exc:
+            raise ReadTimeout(0, "ReadTimeout", f"{method} {path}: {exc}") from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransportError(0, type(exc).__name__, f"{method} {path}: {exc}") from exc
+        return resp
+
+
+def _parse(data: bytes | str | None) -> Any:
+    if not data:
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _selectors(label_selector: str | None, field_selector: str | None) -> list[tuple[str, Any]]:
+    q: list[tuple[str, Any]] = []
+    if label_selector:
+        q.append(("labelSelector", label_selector))
+    if field_selector:
+        q.append(("fieldSelector", field_selector))
+    return q
+
+
+class ResourceClient:
+    """CRUD, patch and watch for one resource; dicts in, dicts out."""
+
+    def __init__(self, client: KubeClient, res: Resource) -> None:
+        self.client = client
+        self.res = res
+
+    def _ns(self, namespace: str | None) -> str | None:
+        if self.res.namespaced:
+            return namespace or None
+        return None
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any]:
+        """GET one object."""
+        return self.client.request("GET", self.res.path(self._ns(namespace), name))
+
+    def list(
+        self,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> dict[str, Any]:
+        """LIST; the result keeps the server's ``metadata.resourceVersion`` for a watch."""
+        q = _selectors(label_selector, field_selector)
+        if resource_version is not None:
+            q.append(("resourceVersion", resource_version))
+        if limit:
+            q.append(("limit", limit))
+        if continue_token:
+            q.append(("continue", continue_token))
+        return self.client.request("GET", self.res.path(self._ns(namespace)), query=q)
+
+    def watch(
+        self,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_bookmarks: bool = True,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        read_timeout: float | None = None,
+    ) -> WatchStream:
+        """Open a watch; ``read_timeout`` bounds the silence tolerated between bytes.
+
+        ``timeout_seconds`` asks the server to end the stream cleanly, the read
+        timeout catches connections that died without the server noticing.
+        """
+        q: list[tuple[str, Any]] = [("watch", "true")]
+        q += _selectors(label_selector, field_selector)
+        if resource_version:
+            q.append(("resourceVersion", resource_version))
+        if timeout_seconds:
+            q.append(("timeoutSeconds", int(timeout_seconds)))
+        if allow_bookmarks:
+            q.append(("allowWatchBookmarks", "true"))
+        ns = self._ns(namespace)
+        what = f"{self.res.group_resource} in {ns}" if ns else self.res.group_resource
+        return self.client.open_watch(
+            self.res.path(ns), query=q, read_timeout=read_timeout, what=what
+        )
+
+    def create(self, namespace: str | None, body: Mapping[str, Any]) -> dict[str, Any]:
+        """POST; ``metadata.generateName`` without ``name`` lets the server pick the name."""
+        return self.client.request(
+            "POST", self.res.path(self._ns(namespace)), body=self._with_type(body)
+        )
+
+    def replace(self, namespace: str | None, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT; ``metadata.resourceVersion`` in ``body`` makes it a compare-and-swap."""
+        return self.client.request(
+            "PUT", self.res.path(self._ns(namespace), name), body=self._with_type(body)
+        )
+
+    def replace_status(
+        self, namespace: str | None, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """PUT the status subresource (spec changes in ``body`` are ignored by the server)."""
+        return self.client.request(
+            "PUT", self.res.path(self._ns(namespace), name, "status"), body=self._with_type(body)
+        )
+
+    def patch(
+        self,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """PATCH; ``json`` takes a list of RFC 6902 operations, the others a dict.
+
+        Strategic merge is only understood for built-in kinds; CRDs reject it with 415.
+        """
+        try:
+            content_type = _PATCH_CONTENT_TYPES[patch_type]
+        except KeyError:
+            raise ValueError(f"unknown patch type {patch_type!r}") from None
+        if patch_type == "json" and not isinstance(patch, list):
+            # The client would silently turn a non-list JSON patch into a strategic one.
+            raise TypeError("a json patch is a list of operations")
+        return self.client.request(
+            "PATCH",
+            self.res.path(self._ns(namespace), name, subresource),
+            body=patch,
+            content_type=content_type,
+        )
+
+    def delete(
+        self,
+        namespace: str | None,
+        name: str,
+        *,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """DELETE; returns the server's answer (the object, or a ``Status``)."""
+        body: dict[str, Any] | None = None
+        q: list[tuple[str, Any]] = []
+        if propagation_policy or grace_period_seconds is not None or preconditions:
+            body = {"kind": "DeleteOptions", "apiVersion": "v1"}
+            if propagation_policy:
+                body["propagationPolicy"] = propagation_policy
+                q.append(("propagationPolicy", propagation_policy))
+            if grace_period_seconds is not None:
+                body["gracePeriodSeconds"] = grace_period_seconds
+                q.append(("gracePeriodSeconds", grace_period_seconds))
+            if preconditions:
+                body["preconditions"] = dict(preconditions)
+        return self.client.request(
+            "DELETE", self.res.path(self._ns(namespace), name), query=q, body=body
+        )
+
+    def _with_type(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        # The server needs apiVersion/kind; filling them in spares every caller.
+        out = dict(body)
+        out.setdefault("apiVersion", self.res.api_version)
+        out.setdefault("kind", self.res.kind)
+        return out
