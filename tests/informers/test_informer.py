@@ -134,7 +134,7 @@ def test_listers_by_selector_and_owner(
     listed = lister.get(namespace, "a")
     assert listed is not None and listed["kind"] == "Pod" and listed["apiVersion"] == "v1"
     inf = f.informer(PODS)
-    inf.add_indexer("by-tier", lambda o: [o["metadata"]["labels"].get("tier", "")])
+    inf.add_indexer("by-tier", lambda o: [(o["metadata"].get("labels") or {}).get("tier", "")])
     assert names(lister.by_index("by-tier", "back")) == ["b"]
 
 
