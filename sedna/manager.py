@@ -20,6 +20,7 @@ from sedna.runtime.config import GMConfig
 from sedna.runtime.container import RuntimeContainer
 from sedna.runtime.context import ControllerContext
 from sedna.runtime.health import HealthServer
+from sedna.runtime.leader import LeaderElector
 from sedna.runtime.plugin_api import FeatureController
 
 
@@ -58,11 +59,16 @@ class Manager:
         self.features: list[_RunningFeature] = []
         self.health: HealthServer | None = None
         self._stopped = threading.Event()
+        self._active = threading.Event()  # features built and controllers running
         self._stop_reason = ""
         self._started = False
         self._uses_message_layer = False
         # What was started, so stop() closes exactly that (providers build lazily).
         self._running: list[tuple[str, Any]] = []
+        # Leader election: controllers start on the elector's thread, stop() on the caller's.
+        self.elector: LeaderElector | None = None
+        self._activation_lock = threading.Lock()
+        self._shutting_down = False
 
     @property
     def uses_message_layer(self) -> bool:
@@ -102,8 +108,15 @@ class Manager:
         )
 
     def start(self) -> None:
+        """Start serving; with leader election, only the leader builds and runs features.
+
+        A standby keeps only its health endpoint and its candidacy: no caches, no edge
+        server, no controllers, so nothing it does can race the leader (LCs reach only
+        the leader, because a standby is not ready).
+        """
         if self._started:
             return
+        self._shutting_down = False
         plugins = self.load()
         hooks = plugins.hooks
         hooks.configure_container(self.container)
@@ -116,6 +129,23 @@ class Manager:
             )
         self._uses_message_layer = not self.container.downstream.overridden
         try:
+            self._start_health()
+            if self.config.leaderElection.enabled:
+                self._start_leader_election()
+            else:
+                self.container.metrics().leader.set(1)
+                self._activate()
+        except Exception:
+            self.stop()
+            raise
+        self._started = True
+
+    def _activate(self) -> None:
+        """Build the features, sync the caches, open the edge server, run the controllers."""
+        with self._activation_lock:
+            if self._shutting_down:
+                return
+            plugins = self.load()
             for loaded in plugins.features:
                 ctx = self.context(loaded.feature.name, loaded.options, loaded.workers)
                 try:
@@ -140,12 +170,26 @@ class Manager:
             self._start_runtime()
             for feature in self.features:
                 feature.controller.start()
-            hooks.startup(self.context())
-        except Exception:
-            self.stop()
-            raise
-        self._started = True
+            plugins.hooks.startup(self.context())
+            self._active.set()
         logger.info("sedna-gm started with {} feature(s)", len(self.features))
+
+    def _start_health(self) -> None:
+        if not self.config.metrics.enabled:
+            return
+        self.health = HealthServer(
+            self.config.metrics.address,
+            self.config.metrics.port,
+            self.container.metrics().registry,
+        )
+        self.health.add_liveness("ping", lambda: True)
+        self.health.add_readiness("active", self._active.is_set)
+        self.health.start()
+        logger.info(
+            "serving /metrics, /healthz, /readyz on {}:{}",
+            self.config.metrics.address,
+            self.health.port,
+        )
 
     def _start_runtime(self) -> None:
         c = self.container
@@ -155,26 +199,56 @@ class Manager:
         self._running.append(("informers", informers))
         if not informers.wait_for_cache_sync(self._sync_timeout):
             raise StartupError(f"informer caches did not sync within {self._sync_timeout:.0f} s")
+        if self.health is not None:
+            self.health.add_readiness(
+                "informer-sync", lambda: all(i.has_synced() for i in informers.informers)
+            )
         if self._uses_message_layer:
             layer = c.message_layer()  # dispatches to the container's upstream registry
             layer.start()
             self._running.append(("websocket server", layer))
-        if self.config.metrics.enabled:
-            self.health = HealthServer(
-                self.config.metrics.address, self.config.metrics.port, c.metrics().registry
-            )
-            self.health.add_liveness("ping", lambda: True)
-            self.health.add_readiness(
-                "informer-sync", lambda: all(i.has_synced() for i in informers.informers)
-            )
-            if self._uses_message_layer:
+            if self.health is not None:
                 self.health.add_readiness("websocket", lambda: layer.port > 0)
-            self.health.start()
-            logger.info(
-                "serving /metrics, /healthz, /readyz on {}:{}",
-                self.config.metrics.address,
-                self.health.port,
+
+    def _start_leader_election(self) -> None:
+        """The leader activates; a replica that loses the lease exits, as client-go's do.
+
+        Activation runs on a thread of its own: cache sync may outlast the renew deadline,
+        and the elector's callbacks must return quickly.
+        """
+
+        def activate() -> None:
+            try:
+                self._activate()
+            except Exception as exc:
+                logger.exception("activating after acquiring leadership failed")
+                self.request_stop(f"activation failed: {type(exc).__name__}: {exc}")
+
+        def started() -> None:
+            threading.Thread(target=activate, name="activate", daemon=True).start()
+
+        def stopped() -> None:
+            with self._activation_lock:
+                if not self._shutting_down:
+                    self.request_stop("lost leadership")
+
+        c = self.container
+        try:
+            elector = LeaderElector(
+                c.kube(),
+                self.config.leaderElection,
+                clock=c.clock(),
+                on_started_leading=started,
+                on_stopped_leading=stopped,
+                metrics=c.metrics(),
             )
+        except ValueError as exc:
+            raise StartupError(str(exc)) from exc
+        self.elector = elector
+        if self.health is not None:
+            self.health.add_liveness("leader-election", elector.check)
+        elector.run()
+        self._running.append(("leader election", elector))  # released after everything else
 
     # -- running ----------------------------------------------------------------------
 
@@ -195,12 +269,14 @@ class Manager:
 
     def stop(self) -> None:
         """Stop everything that was started, in reverse order; safe to call twice."""
+        with self._activation_lock:
+            self._shutting_down = True
         for feature in reversed(self.features):
             try:
                 feature.controller.stop()
             except Exception as exc:
                 logger.warning("feature {} did not stop cleanly: {}", feature.name, exc)
-        if self.plugins is not None and self._started:
+        if self.plugins is not None and self._active.is_set():
             try:
                 self.plugins.hooks.shutdown(self.context())
             except Exception as exc:
@@ -215,6 +291,7 @@ class Manager:
                 part.stop()
             except Exception as exc:
                 logger.warning("{} did not stop cleanly: {}", what, exc)
+        self._active.clear()
         self._started = False
         self._stopped.set()
 
