@@ -15,7 +15,7 @@ from urllib.parse import unquote
 import orjson
 from aiohttp import web
 
-from . import discovery, errors
+from . import discovery, errors, tables
 from .errors import APIError
 from .patches import (
     APPLY_PATCH,
@@ -26,7 +26,7 @@ from .patches import (
     merge_patch,
     strategic_merge,
 )
-from .resources import ResourceType
+from .resources import CRD_KEY, ResourceType
 from .selectors import combine, parse_field_selector, parse_label_selector
 from .watch import Watcher, translate
 
@@ -179,8 +179,15 @@ class Handlers:
                 "the server does not allow this method on the requested resource",
             )
         await self._faults(verb, plural if sub is None else f"{plural}/{sub}")
+        table = (
+            tables.requested_table_version(request.headers.get("Accept", ""))
+            if verb in ("get", "list")
+            else None
+        )
         if verb == "get":
             assert name is not None
+            if table:
+                return self._table(rt, self.ops.get(rt, ns, name), table, query)
             return _json(self.ops.get(rt, ns, name))
         if verb in ("list", "watch"):
             if name:
@@ -191,6 +198,8 @@ class Handlers:
             )
             if verb == "watch":
                 return await self._watch(request, rt, ns, matcher)
+            if table:
+                return self._table(rt, self.ops.list(rt, ns, matcher), table, query)
             return _json(self.ops.list(rt, ns, matcher))
         if verb == "create":
             if name:
@@ -221,6 +230,17 @@ class Handlers:
         opts = await _delete_options(request)
         code, out = self.ops.delete(rt, ns, name, opts)
         return _json(out, code)
+
+    def _table(
+        self, rt: ResourceType, result: dict[str, Any], version: str, query: Mapping[str, str]
+    ) -> web.Response:
+        """Server-side printing for ``kubectl get``: a Table instead of the object or list."""
+        crd = self.ops.store.get(CRD_KEY, "", rt.qualified) if rt.custom else None
+        include = tables.include_object(query)
+        body = tables.to_table(rt, result, version=version, include=include, crd=crd)
+        return web.Response(
+            body=orjson.dumps(body), headers={"Content-Type": tables.content_type(version)}
+        )
 
     async def _faults(self, verb: str, resource: str) -> None:
         f = self.faults
@@ -294,6 +314,32 @@ class Handlers:
         listed["items"] = [o for o in items if o.get("kind") != "Status"]
         return _json(listed)
 
+    def _event_encoder(self, request: web.Request, rt: ResourceType) -> Callable[[str, Any], bytes]:
+        """How a watch writes its events: plain objects, or one-row Tables for kubectl.
+
+        As kube-apiserver does, only the first Table carries the column definitions;
+        kubectl reuses them for the rows that follow (``kubectl get -w``).
+        """
+        conv = rt.api_version
+        version = tables.requested_table_version(request.headers.get("Accept", ""))
+        if version is None:
+            return lambda typ, item: _event_line(typ, item, conv)
+        include = tables.include_object(request.query)
+        crd = self.ops.store.get(CRD_KEY, "", rt.qualified) if rt.custom else None
+        first = [True]
+
+        def encode(typ: str, item: Any) -> bytes:
+            obj = item if isinstance(item, dict) else item.obj
+            if obj.get("apiVersion") != conv:
+                obj = dict(obj, apiVersion=conv)
+            table = tables.to_table(rt, obj, version=version, include=include, crd=crd)
+            if not first[0]:
+                table["columnDefinitions"] = []
+            first[0] = False
+            return orjson.dumps({"type": typ, "object": table}) + b"\n"
+
+        return encode
+
     async def _watch(
         self, request: web.Request, rt: ResourceType, ns: str | None, matcher: Any
     ) -> web.StreamResponse:
@@ -304,6 +350,7 @@ class Handlers:
         except ValueError:
             raise errors.bad_request("invalid timeoutSeconds") from None
         bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
+        line = self._event_encoder(request, rt)
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
         resp.enable_chunked_encoding()
         ns_filter = ns if rt.namespaced else None
@@ -336,10 +383,9 @@ class Handlers:
             await resp.prepare(request)
             sent = 0
             limit = self.faults.watch_close_after
-            conv = rt.api_version
             buf = []
             for typ, item in initial:
-                buf.append(_event_line(typ, item, conv))
+                buf.append(line(typ, item))
                 sent += 1
                 if limit is not None and sent >= limit:
                     await resp.write(b"".join(buf))
@@ -362,13 +408,13 @@ class Handlers:
                     continue
                 if item2 is None:
                     break
-                lines = [_event_line(item2[0], item2[1], conv)]
+                lines = [line(item2[0], item2[1])]
                 sent += 1
                 while not w.queue.empty() and (limit is None or sent < limit):
                     nxt = w.queue.get_nowait()
                     if nxt is None:
                         break
-                    lines.append(_event_line(nxt[0], nxt[1], conv))
+                    lines.append(line(nxt[0], nxt[1]))
                     sent += 1
                 await resp.write(b"".join(lines))
                 if limit is not None and sent >= limit:

@@ -85,7 +85,9 @@ BUILTINS: tuple[ResourceType, ...] = (
     _builtin("", "v1", "pods", "Pod", short=("po",), status=True, ret=True, categories=("all",)),
     _builtin("", "v1", "secrets", "Secret"),
     _builtin("", "v1", "configmaps", "ConfigMap", short=("cm",)),
-    _builtin("", "v1", "services", "Service", short=("svc",), status=True, ret=True),
+    _builtin(
+        "", "v1", "services", "Service", short=("svc",), status=True, ret=True, categories=("all",)
+    ),
     _builtin("", "v1", "events", "Event", short=("ev",)),
     _builtin("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",)),
     _builtin("", "v1", "endpoints", "Endpoints", short=("ep",)),
@@ -103,8 +105,19 @@ BUILTINS: tuple[ResourceType, ...] = (
         scale=True,
         categories=("all",),
     ),
-    _builtin("apps", "v1", "replicasets", "ReplicaSet", short=("rs",), status=True, scale=True),
-    _builtin("apps", "v1", "daemonsets", "DaemonSet", short=("ds",), status=True),
+    _builtin(
+        "apps",
+        "v1",
+        "replicasets",
+        "ReplicaSet",
+        short=("rs",),
+        status=True,
+        scale=True,
+        categories=("all",),
+    ),
+    _builtin(
+        "apps", "v1", "daemonsets", "DaemonSet", short=("ds",), status=True, categories=("all",)
+    ),
     _builtin(
         "autoscaling",
         "v2",
