@@ -56,8 +56,9 @@ def sedna_adjust_pod(pod: dict[str, Any], job: Mapping[str, Any], worker_type: s
 
 @hookspec
 def sedna_startup(context: ControllerContext) -> None:
-    """The manager has started its features and informers; the GM is about to serve.
+    """This replica is active: features built, caches synced, controllers running.
 
+    With leader election this happens once the replica leads (standbys never call it).
     `context` is the manager-wide context (no feature name, no options).
     """
 

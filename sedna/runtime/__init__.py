@@ -95,6 +95,7 @@ _EXPORTS: dict[str, str] = {
     "UpstreamHandler": "sedna.runtime.upstream",
     # events, metrics
     "EventRecorder": "sedna.runtime.events",
+    "LeaderElector": "sedna.runtime.leader",
     "Metrics": "sedna.runtime.metrics",
 }
 
@@ -134,6 +135,7 @@ __all__ = [
     "ItemExponentialFailureRateLimiter",
     "JobRef",
     "KubeClient",
+    "LeaderElector",
     "Lister",
     "Metrics",
     "ModelHotUpdate",
@@ -232,6 +234,7 @@ if TYPE_CHECKING:
         sedna_resource,
         update_status_with_retry,
     )
+    from sedna.runtime.leader import LeaderElector
     from sedna.runtime.metrics import Metrics
     from sedna.runtime.plugin_api import (
         Feature,
