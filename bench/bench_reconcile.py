@@ -1,0 +1,561 @@
+"""End-to-end reconcile throughput: "job created -> inference pod + Train/Waiting".
+
+DESIGN.md principle 4 sets the target: with the whole framework in the loop the GM
+must do at least 3x what kopf does on this workload. Each variant runs in processes
+of its own so CPU time can be charged to whom it belongs:
+
+* the in-process API server (Sedna's CRDs installed) in a child process;
+* the controller under test in a child process: the real ``Manager`` with the
+  IncrementalLearningJob plugin (websocket auth none on port 0, metrics off, INFO
+  logs formatted into /dev/null), or a reference controller (``lean``: a raw
+  threaded loop; ``kopf``: the minimal operator of ``bench/kopf_baseline.py``);
+* N IncrementalLearningJobs (Sedna's sample, renamed) created by T writer threads
+  in a third child process, after the Models and the Dataset they name;
+* this process only watches jobs and pods (two raw watches) and notes when every
+  job has its inference pod and a ``Train/Waiting`` condition.
+
+Reported per variant: jobs/s (wall, first create to last job done), the
+controller's CPU ms per job and the server's CPU ms per job (utime+stime from
+/proc/<pid>/stat over the same window; the server's share includes serving the
+writers and this watcher), and the lag after the last create.
+
+Variants: ``gm`` (production defaults: event recorder on, cache mutation detector
+off), ``gm-no-events`` (recorder replaced by a no-op), ``gm-mutation-detector``
+(``SEDNA_CACHE_MUTATION_DETECTOR=1``, as the tests run), ``lean``, ``kopf`` (only
+when kopf is installed: it is a bench-only dependency, ``pip install kopf``).
+
+Each variant runs ``--repeat`` times (3) against one server, each time in a fresh
+namespace; the median run by jobs/s is recorded. The controller's CPU is counted
+until its process is idle again, so Events still queued at the end are included.
+
+Run: `python bench/bench_reconcile.py [--jobs N] [--writers T] [--workers W]
+[--variants gm,lean,...] [--repeat R] [--profile]`. Prints a table and writes
+`bench/results/reconcile.json` (not with ``--profile``: cProfile of every GM thread,
+merged, top functions printed; the figures of a profiled run are not comparable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib.util
+import json
+import multiprocessing as mp
+import os
+import platform
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+RESULTS = BENCH / "results" / "reconcile.json"
+REFERENCE = ROOT.parent / "shared" / "sedna-reference"
+LABEL = "incrementallearningjob.sedna.io/"
+ALL_VARIANTS = ("gm", "gm-no-events", "gm-mutation-detector", "lean", "kopf")
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of every thread of ``pid`` (children not included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def _settled_cpu(pid: int, limit: float = 10.0) -> float:
+    """The CPU seconds of ``pid`` once it stops working (< 1 tick per 0.25 s)."""
+    deadline = time.monotonic() + limit
+    cpu = _cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = _cpu_seconds(pid)
+        if now - cpu <= 1 / TICK:
+            return now
+        cpu = now
+    return cpu
+
+
+def _quiet_logs(level: str = "WARNING") -> None:
+    from loguru import logger
+
+    logger.remove()
+    logger.add(sys.stderr, level=level)
+
+
+# -- the API server ------------------------------------------------------------------
+
+
+def _serve(url_q: Any, stop: Any) -> None:
+    _quiet_logs()
+    from sedna.embedded.apiserver import APIServer
+
+    srv = APIServer("127.0.0.1", 0, history=100_000)
+    srv.start()
+    srv.install_crds_from_dir(REFERENCE / "crds")
+    url_q.put((srv.url, os.getpid()))
+    stop.wait()
+    srv.stop()
+
+
+# -- the workload --------------------------------------------------------------------
+
+
+def _sample(file: str) -> dict[str, Any]:
+    import yaml
+
+    return dict(yaml.safe_load((REFERENCE / "crd-samples" / file).read_text()))
+
+
+def _prepare(url: str, ns: str) -> None:
+    """The namespace, and the Models and the Dataset the sample job names."""
+    from sedna.runtime.kube import DATASETS, MODELS, NAMESPACES, KubeClient, api_client_for_url
+
+    kube = KubeClient(api_client_for_url(url))
+    kube.resource(NAMESPACES).create(None, {"metadata": {"name": ns}})
+    for name in ("initial-model", "deploy-model"):
+        model = _sample("model_v1alpha1.yaml")
+        model["metadata"]["name"] = name
+        kube.resource(MODELS).create(ns, model)
+    dataset = _sample("dataset_v1alpha1.yaml")
+    dataset["metadata"]["name"] = "incremental-dataset"
+    kube.resource(DATASETS).create(ns, dataset)
+
+
+def _write(url: str, ns: str, n: int, writers: int, done_q: Any) -> None:
+    """Create the N jobs from ``writers`` threads; report (start, end) on CLOCK_MONOTONIC."""
+    from sedna.runtime.kube import INCREMENTAL_LEARNING_JOBS, KubeClient, api_client_for_url
+
+    client = KubeClient(api_client_for_url(url)).resource(INCREMENTAL_LEARNING_JOBS)
+    template = _sample("incrementallearningjob_v1alpha1.yaml")
+
+    def work(w: int) -> None:
+        for i in range(w, n, writers):
+            job = copy.deepcopy(template)
+            job["metadata"]["name"] = f"job-{i:05d}"
+            client.create(ns, job)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(writers)]
+    start = time.perf_counter()  # CLOCK_MONOTONIC: comparable across processes on Linux
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done_q.put((start, time.perf_counter()))
+
+
+# -- controllers under test ------------------------------------------------------------
+
+
+class _NoEvents:
+    """Stands in for the EventRecorder (variant gm-no-events)."""
+
+    def event(self, *a: Any, **k: Any) -> None: ...
+    def normal(self, *a: Any, **k: Any) -> None: ...
+    def warning(self, *a: Any, **k: Any) -> None: ...
+    def flush(self, timeout: float = 5.0) -> None: ...
+    def stop(self) -> None: ...
+
+
+def _profiled_threads() -> Callable[[], Any]:
+    """cProfile (thread CPU time) every thread started from now on; returns the merger."""
+    import cProfile
+    import pstats
+
+    profiles: list[cProfile.Profile] = []
+    original = threading.Thread.run
+
+    def run(self: threading.Thread) -> None:
+        prof = cProfile.Profile(time.thread_time)  # CPU, not waits
+        profiles.append(prof)
+        prof.enable()
+        try:
+            original(self)
+        finally:
+            prof.disable()
+
+    threading.Thread.run = run  # type: ignore[method-assign]
+
+    def merged() -> pstats.Stats:
+        for p in profiles:
+            p.disable()  # threads still running (informers) are stopped by now or soon
+        stats = pstats.Stats(profiles[0])
+        for p in profiles[1:]:
+            stats.add(p)
+        return stats
+
+    return merged
+
+
+def _run_gm(
+    url: str, ns: str, variant: str, workers: int, ready_q: Any, stop: Any, profile: str
+) -> None:
+    if variant == "gm-mutation-detector":
+        os.environ["SEDNA_CACHE_MUTATION_DETECTOR"] = "1"
+    else:
+        os.environ.pop("SEDNA_CACHE_MUTATION_DETECTOR", None)
+    from loguru import logger
+
+    logger.remove()
+    logger.add(open(os.devnull, "w"), level="INFO")  # noqa: SIM115  # production level
+    logger.add(sys.stderr, level="WARNING")
+
+    import sedna_incremental_learning.plugin as il_plugin
+    from dependency_injector import providers
+
+    from sedna.manager import Manager
+    from sedna.plugins.loader import discover_plugins
+    from sedna.runtime import GMConfig, RuntimeContainer
+    from sedna.runtime.kube import api_client_for_url
+
+    features: dict[str, Any] = {
+        p.name: {"enabled": False} for p in discover_plugins() if p.name != il_plugin.FEATURE_NAME
+    }
+    features[il_plugin.FEATURE_NAME] = {"workers": workers}
+    config = GMConfig.model_validate(
+        {
+            "namespace": ns,
+            "websocket": {"address": "127.0.0.1", "port": 0, "auth": "none"},
+            "metrics": {"enabled": False},
+            "features": features,
+        }
+    )
+    container = RuntimeContainer(config=config)
+    container.api_client.override(providers.Object(api_client_for_url(url)))
+    if variant == "gm-no-events":
+        container.events.override(providers.Object(_NoEvents()))
+    merged = _profiled_threads() if profile else None
+    manager = Manager(
+        config, container=container, extra_plugins={il_plugin.FEATURE_NAME: il_plugin}
+    )
+    manager.start()
+    ready_q.put(os.getpid())
+    stop.wait()
+    manager.stop()
+    if merged is not None:
+        merged().dump_stats(profile)
+
+
+def _run_lean(url: str, ns: str, workers: int, ready_q: Any, stop: Any) -> None:
+    """DESIGN.md's "lean threaded loop": one raw watch, a queue, raw writes, nothing else."""
+    _quiet_logs()
+    from sedna.runtime.kube import (
+        INCREMENTAL_LEARNING_JOBS,
+        PODS,
+        KubeClient,
+        api_client_for_url,
+    )
+
+    kube = KubeClient(api_client_for_url(url))
+    jobs, pods = kube.resource(INCREMENTAL_LEARNING_JOBS), kube.resource(PODS)
+    work: queue.Queue[dict[str, Any] | None] = queue.Queue()
+
+    def watch() -> None:
+        rv = jobs.list(ns)["metadata"]["resourceVersion"]
+        for ev in jobs.watch(ns, resource_version=rv, timeout_seconds=3600):
+            if ev["type"] == "ADDED":
+                work.put(ev["object"])
+
+    def worker() -> None:
+        while (job := work.get()) is not None:
+            meta = job["metadata"]
+            name = meta["name"]
+            owner = {
+                "apiVersion": "sedna.io/v1alpha1",
+                "kind": "IncrementalLearningJob",
+                "name": name,
+                "uid": meta["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+            pods.create(ns, _reference_pod(job, owner))
+            cond = _waiting_condition()
+            jobs.patch(ns, name, {"status": {"conditions": [cond]}}, subresource="status")
+
+    threading.Thread(target=watch, daemon=True).start()
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)  # the watch is open
+    ready_q.put(os.getpid())
+    stop.wait()
+
+
+def _reference_pod(job: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
+    """The inference pod of the reference controllers: the template plus labels/owner."""
+    name = job["metadata"]["name"]
+    spec = copy.deepcopy(job["spec"]["deploySpec"]["template"]["spec"])
+    return {
+        "metadata": {
+            "generateName": f"{name}-inference-",
+            "labels": {f"{LABEL}name": name, f"{LABEL}worker-type": "inference"},
+            "ownerReferences": [owner],
+        },
+        "spec": spec,
+    }
+
+
+def _waiting_condition() -> dict[str, Any]:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "type": "Waiting",
+        "stage": "Train",
+        "status": "True",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+
+
+def _controller(
+    url: str, ns: str, variant: str, workers: int, ready_q: Any, stop: Any, profile: str
+) -> None:
+    sys.path.insert(0, str(BENCH))
+    if variant == "lean":
+        _run_lean(url, ns, workers, ready_q, stop)
+    elif variant == "kopf":
+        import kopf_baseline
+
+        kopf_baseline.run_operator(url, ns, workers, ready_q, stop)
+    else:
+        _run_gm(url, ns, variant, workers, ready_q, stop, profile)
+
+
+# -- measuring -----------------------------------------------------------------------
+
+
+class _Progress:
+    """Which jobs have their inference pod and their Train/Waiting condition."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.pod: set[str] = set()
+        self.waiting: set[str] = set()
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.last = 0.0
+
+    def note(self, group: set[str], name: str) -> None:
+        with self.lock:
+            group.add(name)
+            if len(self.pod) >= self.n and len(self.waiting) >= self.n and not self.done.is_set():
+                self.last = time.perf_counter()
+                self.done.set()
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.pod & self.waiting)
+
+
+def _watch(client: Any, ns: str, on_event: Callable[[dict[str, Any]], None], stop: Any) -> Any:
+    rv = client.list(ns)["metadata"]["resourceVersion"]
+    stream = client.watch(ns, resource_version=rv, timeout_seconds=600, allow_bookmarks=False)
+
+    def run() -> None:
+        try:
+            for ev in stream:
+                if ev.get("type") in ("ADDED", "MODIFIED"):
+                    on_event(ev["object"])
+        except Exception:
+            if not stop.is_set():
+                raise
+
+    threading.Thread(target=run, daemon=True).start()
+    return stream
+
+
+def _run_variant(
+    ctx: Any, url: str, server_pid: int, variant: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    from sedna.runtime.kube import (
+        EVENTS,
+        INCREMENTAL_LEARNING_JOBS,
+        PODS,
+        KubeClient,
+        api_client_for_url,
+    )
+
+    ns = f"bench-{variant}-{int(time.time()) % 100000}"
+    _prepare(url, ns)
+    ready_q, done_q, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
+    profile = args.profile_out if args.profile else ""
+    proc = ctx.Process(
+        target=_controller, args=(url, ns, variant, args.workers, ready_q, stop, profile)
+    )
+    proc.start()
+    try:
+        pid = ready_q.get(timeout=60)
+    except queue.Empty:
+        proc.kill()
+        raise SystemExit(f"{variant}: the controller did not start") from None
+
+    progress = _Progress(args.jobs)
+    kube = KubeClient(api_client_for_url(url))
+
+    def on_pod(pod: dict[str, Any]) -> None:
+        labels = pod["metadata"].get("labels") or {}
+        if labels.get(f"{LABEL}worker-type") == "inference":
+            progress.note(progress.pod, labels.get(f"{LABEL}name", ""))
+
+    def on_job(job: dict[str, Any]) -> None:
+        for c in (job.get("status") or {}).get("conditions") or []:
+            if c.get("stage") == "Train" and c.get("type") == "Waiting":
+                progress.note(progress.waiting, job["metadata"]["name"])
+                return
+
+    watch_stop = threading.Event()
+    streams = [
+        _watch(kube.resource(PODS), ns, on_pod, watch_stop),
+        _watch(kube.resource(INCREMENTAL_LEARNING_JOBS), ns, on_job, watch_stop),
+    ]
+    time.sleep(1.0)  # let the controller settle (informers synced, threads idle)
+    gm0, srv0, me0 = _cpu_seconds(pid), _cpu_seconds(server_pid), time.process_time()
+    writer = ctx.Process(target=_write, args=(url, ns, args.jobs, args.writers, done_q))
+    writer.start()
+    finished = progress.done.wait(args.timeout)
+    end = progress.last if finished else time.perf_counter()
+    gm_done = _cpu_seconds(pid)
+    me1 = time.process_time()
+    gm1 = _settled_cpu(pid)  # work left behind (queued events) is the jobs' too
+    srv1 = _cpu_seconds(server_pid)
+    first, last_write = done_q.get(timeout=60)
+    writer.join()
+    watch_stop.set()
+    for s in streams:
+        s.close()
+    stop.set()
+    proc.join(60)
+    if proc.is_alive():
+        proc.kill()
+    done = args.jobs if finished else progress.count()
+    time.sleep(0.5)  # queued events (recorder, kopf's posting) reach the server
+    events = len(kube.resource(EVENTS).list(ns)["items"])
+    wall = end - first
+    return {
+        "complete": finished,
+        "jobs_done": done,
+        "jobs_per_s": round(done / wall, 1),
+        "seconds": round(wall, 2),
+        "controller_cpu_ms_per_job": round((gm1 - gm0) / max(done, 1) * 1e3, 2),
+        "controller_cpu_ms_per_job_at_done": round((gm_done - gm0) / max(done, 1) * 1e3, 2),
+        "server_cpu_ms_per_job": round((srv1 - srv0) / max(done, 1) * 1e3, 2),
+        "watcher_cpu_ms_per_job": round((me1 - me0) / max(done, 1) * 1e3, 3),
+        "writer_jobs_per_s": round(args.jobs / (last_write - first), 1),
+        "lag_after_last_create_ms": round(max(0.0, end - last_write) * 1e3, 1),
+        "events_per_job": round(events / max(done, 1), 2),
+    }
+
+
+def _print_profile(path: str, top: int = 30) -> None:
+    import pstats
+
+    stats = pstats.Stats(path)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=4, help="controller worker threads")
+    parser.add_argument("--variants", default=",".join(ALL_VARIANTS))
+    parser.add_argument("--repeat", type=int, default=3, help="runs per variant (median)")
+    parser.add_argument("--timeout", type=float, default=90.0, help="per variant, seconds")
+    parser.add_argument("--profile", action="store_true", help="cProfile the gm variant")
+    parser.add_argument("--profile-out", default="/tmp/bench_reconcile.prof")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    if args.profile:
+        variants, args.repeat = ["gm"], 1
+    notes: list[str] = []
+    if "kopf" in variants and importlib.util.find_spec("kopf") is None:
+        variants.remove("kopf")
+        notes.append("kopf not installed (pip install kopf): kopf variant skipped")
+    _quiet_logs()
+
+    ctx = mp.get_context("spawn")
+    url_q, server_stop = ctx.Queue(), ctx.Event()
+    server = ctx.Process(target=_serve, args=(url_q, server_stop), daemon=True)
+    server.start()
+    url, server_pid = url_q.get(timeout=120)
+    results: dict[str, Any] = {}
+    try:
+        # warm the server's paths (schema validation, watch fan-out) outside the figures
+        _prepare(url, "warmup")
+        warm_q = ctx.Queue()
+        warm = ctx.Process(target=_write, args=(url, "warmup", 200, args.writers, warm_q))
+        warm.start()
+        warm_q.get(timeout=120)
+        warm.join(10)
+        for variant in variants:
+            runs = []
+            for _ in range(args.repeat):
+                runs.append(_run_variant(ctx, url, server_pid, variant, args))
+                print(f"{variant}: {runs[-1]}", file=sys.stderr, flush=True)
+            runs.sort(key=lambda r: r["jobs_per_s"])
+            results[variant] = r = dict(runs[len(runs) // 2])  # the median run by jobs/s
+            r["jobs_per_s_runs"] = [x["jobs_per_s"] for x in runs]
+            r["controller_cpu_ms_per_job_runs"] = [x["controller_cpu_ms_per_job"] for x in runs]
+    finally:
+        server_stop.set()
+        server.join(10)
+
+    if args.profile:
+        _print_profile(args.profile_out)
+        return 0
+    kopf = results.get("kopf")
+    if kopf:
+        for v, r in results.items():
+            if v != "kopf":
+                # jobs/s is bounded by the 2-core box shared by all processes; CPU per job
+                # is the steadier figure (DESIGN.md's "3x kopf" read as either)
+                r["x_kopf_jobs_per_s"] = round(r["jobs_per_s"] / kopf["jobs_per_s"], 2)
+                r["x_kopf_cpu"] = round(
+                    kopf["controller_cpu_ms_per_job"] / r["controller_cpu_ms_per_job"], 2
+                )
+    print(
+        f"\n{'variant':<22}{'jobs/s':>8}{'ctrl ms/job':>13}{'server ms/job':>15}"
+        f"{'lag ms':>9}{'x kopf jobs/s':>15}{'x kopf cpu':>12}"
+    )
+    for v, r in results.items():
+        print(
+            f"{v:<22}{r['jobs_per_s']:>8}{r['controller_cpu_ms_per_job']:>13}"
+            f"{r['server_cpu_ms_per_job']:>15}{r['lag_after_last_create_ms']:>9}"
+            f"{r.get('x_kopf_jobs_per_s', ''):>15}{r.get('x_kopf_cpu', ''):>12}"
+        )
+    doc = {
+        "benchmark": "reconcile",
+        "unit": "jobs_per_second",
+        "workload": "IncrementalLearningJob created -> inference pod + Train/Waiting condition",
+        "jobs": args.jobs,
+        "writers": args.writers,
+        "workers": args.workers,
+        "repeat": args.repeat,
+        "results": results,
+        "notes": [
+            "server, controller and writers each in a child process; CPU from /proc/<pid>/stat",
+            "server CPU includes serving the writers and the bench's two watches",
+            "gm: production defaults (events on, mutation detector off, INFO logs to devnull)",
+            "each variant's figures are its median run by jobs/s; CPU per job is the steadier",
+            "kopf 1.45 posts no Events by default (settings.posting.loggers=False)",
+            *notes,
+        ],
+        "command": " ".join(["python bench/bench_reconcile.py", *sys.argv[1:]]),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
