@@ -17,7 +17,11 @@ if TYPE_CHECKING:
     from sedna.runtime.workers import WorkerRuntime
 
 DownstreamSend = Callable[[str, str, Mapping[str, Any]], None]
-"""send(node_name, event, obj): deliver an object to the LC of a node (insert/update/delete)."""
+"""send(node_name, event, obj): deliver an object to the LC of a node (insert/update/delete).
+
+`obj` may share nested parts with the informer caches: a transport must serialize or
+copy it, never change it.
+"""
 
 
 @dataclass(frozen=True)

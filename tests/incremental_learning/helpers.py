@@ -388,8 +388,12 @@ class GM:
     def stop(self) -> None:
         if self.manager is not None:
             self.manager.container.events().flush(2.0)
+            informers = self.manager.container.informers()
             self.manager.stop()
             self.manager = None
+            # The manager only logs the detector's final verdict (a GM keeps stopping);
+            # a test must fail: raises CacheMutationError when the detector is on.
+            informers.check_mutations()
 
     def restart(self) -> GM:
         self.stop()

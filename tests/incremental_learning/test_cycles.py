@@ -202,7 +202,8 @@ def test_sample_job_runs_two_cycles(
     else:
         assert "MODEL_HOT_UPDATE" not in env
     api.set_phase(infer["metadata"]["name"], "Running")
-    api.wait_event("InferenceWorkerCreated")
+    # one Event names the first state and the pod created for it
+    api.wait_event("TrainWaiting", f"created inference worker pod {infer['metadata']['name']}")
 
     for cycle in (1, 2):
         _train_stage(api, ds_lc, node_lc, cycle)

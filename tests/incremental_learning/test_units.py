@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -142,3 +143,26 @@ def test_downstream_rules(sedna_reference: Path) -> None:
     sent = plan("insert", _job(sedna_reference, "Train", "Waiting"), lk)[1].obj
     assert sent["kind"] == "IncrementalLearningJob"
     assert json.dumps(sent)  # plain JSON
+
+
+def test_downstream_credentials_leave_the_cached_objects_alone(sedna_reference: Path) -> None:
+    """plan() copies only what it changes: the inputs are the informers' shared objects."""
+    job = _job(sedna_reference, "Train", "Waiting")
+    job["spec"]["credentialName"] = "s3-creds"
+    model = sample_model(sedna_reference, "initial-model")
+    model["metadata"]["annotations"] = {"keep": "me"}
+    model["spec"]["credentialName"] = "s3-creds"
+    secret = {"metadata": {"annotations": {"s3-endpoint": "s3.example"}}, "stringData": {"k": "v"}}
+    lk = Lookups(
+        dataset=_lookups(sedna_reference).dataset,
+        model=lambda ns, name: model if name == "initial-model" else None,
+        secret=lambda ns, name: secret,
+        warn=lambda text: None,
+    )
+    before = copy.deepcopy((job, model, secret))
+    sent_model, sent_job = (m.obj for m in plan("insert", job, lk))
+    assert (job, model, secret) == before
+    expected = '{"k":"v","s3-endpoint":"s3.example"}'
+    assert sent_job["metadata"]["annotations"]["sedna.io/credential"] == expected
+    assert sent_model["metadata"]["annotations"] == {"keep": "me", "sedna.io/credential": expected}
+    assert (sent_job["kind"], sent_model["kind"]) == ("IncrementalLearningJob", "Model")
