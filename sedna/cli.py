@@ -95,33 +95,40 @@ def _run(config: GMConfig, source: str) -> int:
 
     configure_logging(config.logging.level, config.logging.format)
     embedded: Any = None
-    if config.embedded.enabled:
-        from sedna.embedded.mode import EmbeddedMode  # only imported when asked for
-
-        embedded = EmbeddedMode(config)
-        config = embedded.prepare()
-    manager = Manager(config, config_source=source)
+    manager: Manager | None = None
+    received: list[str] = []  # a signal may come before the manager exists
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         # No logging here: loguru's handlers are not re-entrant from a signal handler.
-        manager.request_stop(f"received {signal.Signals(signum).name}")
+        received.append(f"received {signal.Signals(signum).name}")
+        if manager is not None:
+            manager.request_stop(received[0])
         if embedded is not None:
             embedded.request_stop()
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     try:
+        if config.embedded.enabled:
+            from sedna.embedded.mode import EmbeddedMode  # only imported when asked for
+
+            embedded = EmbeddedMode(config)
+            config = embedded.prepare()
+        manager = Manager(config, config_source=source)
+        if received:
+            manager.request_stop(received[0])
         manager.start()
         if embedded is not None:
             embedded.start_simulation(manager)
         manager.run()
-    except (StartupError, PluginError) as exc:
+    except (StartupError, PluginError, ConfigError) as exc:
         return _fail(str(exc))
     except Exception:
         logger.exception("sedna-gm failed")
         return 1
     finally:
-        manager.stop()
+        if manager is not None:
+            manager.stop()
         if embedded is not None:
             embedded.stop()
     logger.info("sedna-gm stopped")

@@ -1,0 +1,238 @@
+"""Embedded mode: the GM brings its own API server and edge nodes, like k3s brings its SQLite.
+
+`sedna-gm --config config/gm.yaml` must show a newcomer the GM's real job without a
+cluster or an edge node. `prepare()` starts the in-process API server persisted to
+`<stateDir>/state.db`, installs the project's CRDs for all of Sedna's kinds, seeds
+the `apply` manifests (create if absent: a restart keeps what the user changed),
+provides a token for the simulated LCs and writes `<stateDir>/kubeconfig`; the
+returned config points `kubeConfig` at it, so the manager then runs exactly as
+against a real cluster (official client over HTTP, informers, websocket layer).
+`start_simulation()` adds a kubelet and an LC stand-in per simulated node; they use
+only the API and the websocket, so nothing inside the GM knows it is simulated.
+
+The CLI imports this module only when `embedded.enabled` is set.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import secrets
+import ssl
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from sedna.embedded.apiserver import APIServer
+from sedna.embedded.crds import crd_manifests
+from sedna.embedded.kubelet import SimulatedKubelet
+from sedna.embedded.lc import SimulatedLC
+from sedna.embedded.manifests import ManifestError, create_if_absent, load_manifests
+from sedna.runtime.config import ConfigError, GMConfig
+from sedna.runtime.kube import SECRETS, ApiError, KubeClient, api_client_from_config
+
+KUBECONFIG_NAME = "kubeconfig"
+STATE_DB_NAME = "state.db"
+TOKEN_FILE_NAME = "lc-token"
+
+
+class EmbeddedMode:
+    """Owns the embedded API server and the simulated nodes for one GM process."""
+
+    def __init__(self, config: GMConfig) -> None:
+        self.config = config
+        self.settings = config.embedded
+        self.state_dir = Path(self.settings.stateDir)
+        self.kubeconfig = self.state_dir / KUBECONFIG_NAME
+        self.server: APIServer | None = None
+        self.kube: KubeClient | None = None
+        self.lc_token: str | None = None
+        self.kubelets: list[SimulatedKubelet] = []
+        self.lcs: list[SimulatedLC] = []
+        self._prepared: GMConfig | None = None
+
+    # -- before the manager --------------------------------------------------------------
+
+    def prepare(self) -> GMConfig:
+        """Start the API server and seed it; return the config the manager should run with."""
+        s = self.settings
+        try:
+            # Private: the store holds every object, Secrets included (like k3s's data dir).
+            self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"embedded.stateDir: cannot create {s.stateDir}: {exc}") from None
+        # A kubeconfig left by the last run names a server that is not up yet.
+        with contextlib.suppress(FileNotFoundError):
+            self.kubeconfig.unlink()
+        db = self.state_dir / STATE_DB_NAME
+        server = APIServer(s.address, s.port, db_path=db)
+        try:
+            server.start()
+        except OSError as exc:
+            server.stop()
+            raise ConfigError(
+                f"embedded.port: cannot listen on {s.address}:{s.port}: {exc.strerror or exc} "
+                "(set embedded.port: 0 to pick a free port)"
+            ) from None
+        self.server = server
+        try:
+            return self._seed(server, db)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _seed(self, server: APIServer, db: Path) -> GMConfig:
+        for crd in crd_manifests():
+            server.install_crd(crd)
+        tmp = self.kubeconfig.with_name(KUBECONFIG_NAME + ".tmp")
+        server.write_kubeconfig(tmp)
+        os.chmod(tmp, 0o600)
+        self.kube = KubeClient(api_client_from_config(str(tmp), ""), pool_size=8)
+        created = 0
+        try:
+            manifests = load_manifests(self.settings.apply)
+            for m in manifests:
+                if create_if_absent(self.kube, m):
+                    created += 1
+                    logger.info("embedded: created {} (from {})", m.label, m.source)
+        except ManifestError as exc:
+            raise ConfigError(str(exc)) from None
+        config = self._with_lc_auth(self.config)
+        os.replace(tmp, self.kubeconfig)
+        logger.info(
+            "embedded: API server {} (state {}), {} object(s) seeded, kubeconfig {}",
+            server.url,
+            db,
+            created,
+            self.kubeconfig,
+        )
+        self._prepared = config.model_copy(
+            update={"kubeConfig": str(self.kubeconfig), "master": ""}
+        )
+        return self._prepared
+
+    def _with_lc_auth(self, config: GMConfig) -> GMConfig:
+        """Give the simulated LCs the token the GM will check (generate one if none is set)."""
+        ws = config.websocket
+        if ws.auth == "none":
+            return config
+        if ws.tokenFile:
+            self.lc_token = _first_token(Path(ws.tokenFile))
+            return config
+        if ws.tokenSecret:
+            self.lc_token = self._secret_token(ws.tokenSecret)
+            return config
+        path = self.state_dir / TOKEN_FILE_NAME
+        token = _first_token(path)
+        if token is None:
+            token = secrets.token_urlsafe(32)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(token + "\n")
+        os.chmod(path, 0o600)
+        self.lc_token = token
+        logger.info("embedded: LC token in {} (websocket.tokenFile)", path)
+        return config.model_copy(
+            update={"websocket": ws.model_copy(update={"tokenFile": str(path)})}
+        )
+
+    def _secret_token(self, ref: str) -> str | None:
+        ns, _, name = ref.partition("/")
+        if self.kube is None:
+            return None
+        try:
+            secret = self.kube.resource(SECRETS).get(ns, name)
+        except ApiError:
+            return None
+        raw = (secret.get("data") or {}).get("token")
+        if isinstance(raw, str):
+            text = base64.b64decode(raw).decode("utf-8", "replace")
+        else:
+            text = str((secret.get("stringData") or {}).get("token") or "")
+        return next((t.strip() for t in text.splitlines() if t.strip()), None)
+
+    # -- after the manager started ---------------------------------------------------
+
+    def start_simulation(self, manager: Any) -> None:
+        """Start a kubelet and an LC stand-in per simulated node, against the running GM."""
+        if self.kube is None or self._prepared is None:
+            raise RuntimeError("EmbeddedMode.prepare() must run first")
+        nodes = self.settings.simulate.nodes
+        if not nodes:
+            return
+        sim = self.settings.simulate
+        url, ssl_ctx = self._gm_url(manager)
+        for node in nodes:
+            lc = SimulatedLC(
+                node,
+                url,
+                token=self.lc_token,
+                kube=self.kube,
+                growth_per_second=sim.datasetGrowthPerSecond,
+                ssl_context=ssl_ctx,
+            )
+            kubelet = SimulatedKubelet(
+                node,
+                self.kube,
+                pod_start_seconds=sim.podStartSeconds,
+                pod_run_seconds=sim.podRunSeconds,
+                on_worker_finished=lc.worker_finished,
+                log_dir=self.state_dir / "logs",
+            )
+            kubelet.start()
+            lc.start()
+            self.kubelets.append(kubelet)
+            self.lcs.append(lc)
+        logger.info(
+            "embedded: simulating node(s) {} (kubelet + LC each), LCs dial {}",
+            ", ".join(nodes),
+            url,
+        )
+
+    def _gm_url(self, manager: Any) -> tuple[str, ssl.SSLContext | None]:
+        ws = self._prepared.websocket if self._prepared is not None else self.config.websocket
+        port = ws.port
+        if not port:
+            port = manager.container.message_layer().port
+        host = ws.address if ws.address not in ("", "0.0.0.0", "::") else "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        if ws.tls.enabled:
+            ctx = ssl.create_default_context(cafile=ws.tls.certFile)
+            ctx.check_hostname = False  # the simulated LC trusts the GM's own certificate
+            return f"wss://{host}:{port}/", ctx
+        return f"ws://{host}:{port}/", None
+
+    # -- shutdown --------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        """Ask the stand-ins to stop (from a signal handler: no joins here)."""
+        for lc in self.lcs:
+            lc.request_stop()
+        for kubelet in self.kubelets:
+            kubelet.request_stop()
+
+    def stop(self) -> None:
+        """Stop the stand-ins, then the API server (which closes its SQLite store)."""
+        for lc in self.lcs:
+            lc.stop()
+        for kubelet in self.kubelets:
+            kubelet.stop()
+        self.lcs, self.kubelets = [], []
+        if self.kube is not None:
+            with contextlib.suppress(Exception):
+                self.kube.api_client.close()  # type: ignore[no-untyped-call]
+            self.kube = None
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+
+def _first_token(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return next((t.strip() for t in text.splitlines() if t.strip()), None)
