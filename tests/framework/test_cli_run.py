@@ -105,3 +105,23 @@ def test_sigint_also_exits_zero_and_json_logs_are_one_object_per_line(
     # Libraries' standard-logging records (websockets, asyncio at DEBUG) arrive as JSON too.
     libraries = ("websockets", "asyncio", "urllib3", "kubernetes")
     assert any(r["logger"].startswith(libraries) for r in records), {r["logger"] for r in records}
+
+
+def test_without_embedded_nothing_of_it_is_imported(apiserver: Any, tmp_path: Path) -> None:
+    """The GM's own modules never pull in the in-process API server or the stand-ins."""
+    config = base_config(apiserver, tmp_path)
+    config["features"] = {}  # every installed feature on
+    path = tmp_path / "gm.yaml"
+    path.write_text(yaml.safe_dump(config))
+    probe = (
+        "import sys, threading\n"
+        "from sedna.runtime.config import load_config\n"
+        "from sedna.manager import Manager\n"
+        f"m = Manager(load_config({str(path)!r}))\n"
+        "m.start(); m.stop()\n"
+        "loaded = sorted(n for n in sys.modules if n.startswith('sedna.embedded'))\n"
+        "print('EMBEDDED:', loaded)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "EMBEDDED: []" in proc.stdout
