@@ -90,6 +90,8 @@ _EXPORTS: dict[str, str] = {
     "JobRef": "sedna.runtime.workers",
     "job_ref": "sedna.runtime.workers",
     # messaging
+    "CREDENTIAL_ANNOTATION": "sedna.runtime.messaging",
+    "attach_credential": "sedna.runtime.messaging",
     "UpstreamMessage": "sedna.runtime.upstream",
     "UpstreamRegistry": "sedna.runtime.upstream",
     "UpstreamHandler": "sedna.runtime.upstream",
@@ -100,6 +102,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "CREDENTIAL_ANNOTATION",
     "DATASETS",
     "DEPLOYMENTS",
     "EVAL_POD_TYPE",
@@ -160,6 +163,7 @@ __all__ = [
     "WorkerRuntime",
     "active_pod_count",
     "api_client_from_config",
+    "attach_credential",
     "backoff_for",
     "backoff_for_requeues",
     "controller_owner_reference",
@@ -235,6 +239,7 @@ if TYPE_CHECKING:
         update_status_with_retry,
     )
     from sedna.runtime.leader import LeaderElector
+    from sedna.runtime.messaging import CREDENTIAL_ANNOTATION, attach_credential
     from sedna.runtime.metrics import Metrics
     from sedna.runtime.plugin_api import (
         Feature,

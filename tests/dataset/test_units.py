@@ -9,14 +9,14 @@ from datetime import UTC, datetime
 
 import pytest
 from sedna_dataset.downstream import (
-    CREDENTIAL_ANNOTATION,
     edge_relevant_change,
-    inject_credential,
     outgoing,
     plan_delete,
     plan_upsert,
 )
 from sedna_dataset.status import ReportError, status_from_report
+
+from sedna.runtime import CREDENTIAL_ANNOTATION, attach_credential
 
 NOW = datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 
@@ -87,7 +87,7 @@ def test_credential_injection_changes_neither_object_nor_secret() -> None:
     }
     before = copy.deepcopy((cached, secret))
     out = outgoing(cached)
-    inject_credential(out, secret)
+    attach_credential(out, secret)
     assert (cached, secret) == before
     annotations = out["metadata"]["annotations"]
     assert annotations["keep"] == "me"

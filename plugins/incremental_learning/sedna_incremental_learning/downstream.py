@@ -13,14 +13,11 @@ so a delete reaches every LC even when the Dataset is gone too.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sedna.runtime import MODEL_HOT_UPDATE_ANNOTATION_KEY
+from sedna.runtime import MODEL_HOT_UPDATE_ANNOTATION_KEY, attach_credential
 
 from .conditions import (
     COMPLETED,
@@ -37,7 +34,6 @@ from .spec import KIND
 INSERT = "insert"
 DELETE = "delete"
 ANNOTATION_PREFIX = "sedna.io/"
-CREDENTIAL_ANNOTATION = "sedna.io/credential"
 
 Getter = Callable[[str, str], Mapping[str, Any] | None]
 """get(namespace, name) -> object or None."""
@@ -84,29 +80,6 @@ def _str_at(obj: Mapping[str, Any], *path: str) -> str:
     return cur if isinstance(cur, str) else ""
 
 
-def inject_credential(obj: dict[str, Any], secret: Mapping[str, Any]) -> None:
-    """Sedna's InjectSecretAnnotations: the secret's annotations and decoded data, as JSON.
-
-    The LC needs them to reach S3; whether they may travel unencrypted is the message
-    layer's decision (`websocket.allowPlainCredentials`). `obj` may be a shallow copy of
-    a cached object: its metadata and annotations are replaced by copies, not changed.
-    """
-    meta = secret.get("metadata") or {}
-    data: dict[str, str] = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
-    for k, v in (secret.get("data") or {}).items():
-        try:
-            data[str(k)] = base64.b64decode(str(v), validate=True).decode("utf-8", "replace")
-        except (binascii.Error, ValueError):
-            continue
-    for k, v in (secret.get("stringData") or {}).items():
-        data[str(k)] = str(v)
-    meta = dict(obj.get("metadata") or {})
-    annotations = dict(meta.get("annotations") or {})
-    annotations[CREDENTIAL_ANNOTATION] = json.dumps(data, sort_keys=True, separators=(",", ":"))
-    meta["annotations"] = annotations
-    obj["metadata"] = meta
-
-
 def _with_credential(obj: dict[str, Any], credential: str, lookups: Lookups, what: str) -> None:
     if not credential:
         return
@@ -115,7 +88,7 @@ def _with_credential(obj: dict[str, Any], credential: str, lookups: Lookups, wha
     if secret is None:
         lookups.warn(f"{what}: credential secret {ns}/{credential} not found; sent without it")
         return
-    inject_credential(obj, secret)
+    attach_credential(obj, secret)
 
 
 def job_nodes(job: Mapping[str, Any], lookups: Lookups) -> dict[str, str]:
@@ -136,7 +109,7 @@ def _outgoing(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     """The object as sent: kind and apiVersion set (list responses carry neither).
 
     A shallow copy, since the message layer encodes it at once and only the top level
-    and the credential annotation (see `inject_credential`) differ from the informer's
+    and the credential annotation (see `attach_credential`) differ from the informer's
     object; deep copies here were a large share of the controller's CPU.
     """
     out = dict(obj)

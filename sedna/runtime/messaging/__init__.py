@@ -14,6 +14,7 @@ from sedna.runtime.messaging.auth import (
     secret_token_provider,
     token_valid,
 )
+from sedna.runtime.messaging.credential import attach_credential
 from sedna.runtime.messaging.server import MessageLayer
 from sedna.runtime.messaging.wire import CREDENTIAL_ANNOTATION, Reason
 
@@ -34,6 +35,7 @@ __all__ = [
     "UpstreamHandler",
     "UpstreamMessage",
     "UpstreamRegistry",
+    "attach_credential",
     "bearer_token",
     "file_token_provider",
     "secret_token_provider",

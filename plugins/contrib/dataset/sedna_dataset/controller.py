@@ -42,6 +42,7 @@ from sedna.runtime import (
     NotFound,
     ResourceEventHandlerFuncs,
     UpstreamMessage,
+    attach_credential,
     update_status_with_retry,
 )
 
@@ -51,7 +52,6 @@ from .downstream import (
     EdgeMessage,
     credential_of,
     edge_relevant_change,
-    inject_credential,
     node_of,
     outgoing,
     plan_delete,
@@ -167,7 +167,7 @@ class DatasetController:
                 report,
             )
             return
-        inject_credential(m.obj, secret)
+        attach_credential(m.obj, secret)
 
     def _send(self, messages: list[EdgeMessage]) -> None:
         for m in messages:

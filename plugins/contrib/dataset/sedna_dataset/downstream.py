@@ -9,9 +9,6 @@ monitoring a dataset that is no longer its own).
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +17,6 @@ KIND = "Dataset"
 API_VERSION = "sedna.io/v1alpha1"
 INSERT = "insert"
 DELETE = "delete"
-CREDENTIAL_ANNOTATION = "sedna.io/credential"
 
 Obj = Mapping[str, Any]
 
@@ -61,29 +57,6 @@ def outgoing(obj: Obj) -> dict[str, Any]:
     out["kind"] = KIND
     out.setdefault("apiVersion", API_VERSION)
     return out
-
-
-def inject_credential(obj: dict[str, Any], secret: Obj) -> None:
-    """Sedna's InjectSecretAnnotations: the secret's annotations and decoded data, as JSON.
-
-    The Go LC reads this annotation to reach the dataset's S3 URL. `obj` is a shallow
-    copy of a cached object, so metadata and annotations are replaced by copies (Sedna
-    writes into the informer's object and the secret's annotation map).
-    """
-    meta = secret.get("metadata") or {}
-    data: dict[str, str] = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
-    for k, v in (secret.get("data") or {}).items():
-        try:
-            data[str(k)] = base64.b64decode(str(v), validate=True).decode("utf-8", "replace")
-        except (binascii.Error, ValueError):
-            continue
-    for k, v in (secret.get("stringData") or {}).items():
-        data[str(k)] = str(v)
-    new_meta = dict(obj.get("metadata") or {})
-    annotations = dict(new_meta.get("annotations") or {})
-    annotations[CREDENTIAL_ANNOTATION] = json.dumps(data, sort_keys=True, separators=(",", ":"))
-    new_meta["annotations"] = annotations
-    obj["metadata"] = new_meta
 
 
 def _labels_and_annotations(obj: Obj) -> tuple[Any, Any]:
