@@ -73,6 +73,21 @@ def test_invalid_json_is_400(api_client: ApiClient, namespace: str) -> None:
     assert st["reason"] == "BadRequest"
 
 
+def test_protobuf_body_is_415(api_client: ApiClient, namespace: str) -> None:
+    # The server speaks JSON and YAML only; kubectl >= 1.2x sends built-in kinds as
+    # protobuf for `kubectl create <kind>` and gets a clear 415 (use `kubectl apply`).
+    st = expect_status(
+        api_client,
+        415,
+        "POST",
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        "k8s\x00\n\x0f\n\x02v1\x12\tConfigMap",
+        content_type="application/vnd.kubernetes.protobuf",
+    )
+    assert st["reason"] == "UnsupportedMediaType"
+    assert "application/json" in st["message"]
+
+
 def test_unknown_resource_404(api_client: ApiClient) -> None:
     expect_status(api_client, 404, "GET", "/api/v1/namespaces/default/frobs")
     expect_status(api_client, 404, "GET", "/apis/nope.io/v1/things")

@@ -453,6 +453,15 @@ def _page_not_found() -> APIError:
 
 
 async def _body(request: web.Request) -> Any:
+    ctype = request.headers.get("Content-Type", "")
+    if "protobuf" in ctype or "cbor" in ctype:
+        # Like kube-apiserver with a serializer it lacks: 415, so clients retry as JSON.
+        raise APIError(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: "
+            "application/json, application/yaml",
+        )
     raw = await request.read()
     if not raw:
         raise errors.bad_request("the request body is empty")
