@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
 import kubernetes
+from support.waiting import poll
 
 
 def call(
@@ -61,14 +61,7 @@ def api_error(fn: Callable[[], Any]) -> kubernetes.client.ApiException:
 
 def eventually(pred: Callable[[], Any], timeout: float = 5.0) -> Any:
     """Poll until ``pred`` is truthy (a real cluster's controllers are asynchronous)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        val = pred()
-        if val:
-            return val
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
+    return poll(pred, timeout, interval=0.05, failure="condition not met in time")
 
 
 def pod(name: str = "p", **meta: Any) -> dict[str, Any]:

@@ -1,65 +1,20 @@
-"""Fixtures: the test namespace's API view, GMs that are always stopped, test LCs, logs."""
+"""The Dataset tests' fixtures: the shared ones of `support.fixtures` with this directory's
+classes (imported, not registered globally, so the autouse mutation detector stays here)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
-import kubernetes
-import pytest
+from support.fixtures import _mutation_detector as _mutation_detector
+from support.fixtures import api as api
+from support.fixtures import harness_fixture
+from support.fixtures import logs as logs
+from support.fixtures import make_gm as make_gm
+from support.fixtures import make_lc as make_lc
 
-from .helpers import GM, Api, LogCapture, TestLC, capture_logs
+from .helpers import GM, Api, TestLC
 
 GMFactory = Callable[..., GM]
 LCFactory = Callable[[GM, str], TestLC]
 
-
-@pytest.fixture(autouse=True)
-def _mutation_detector(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The informers then fail loudly if the controller changes a cached object.
-    monkeypatch.setenv("SEDNA_CACHE_MUTATION_DETECTOR", "1")
-
-
-@pytest.fixture()
-def api(api_client: kubernetes.client.ApiClient, namespace: str) -> Api:
-    return Api(api_client, namespace)
-
-
-@pytest.fixture()
-def make_gm(apiserver: Any, namespace: str) -> Iterator[GMFactory]:
-    gms: list[GM] = []
-
-    def client() -> kubernetes.client.ApiClient:
-        cfg = getattr(apiserver, "configuration", None)
-        if cfg is None:
-            cfg = kubernetes.client.Configuration()
-            cfg.host = apiserver.url
-        return kubernetes.client.ApiClient(cfg)
-
-    def build(**kwargs: Any) -> GM:
-        gm = GM(client, namespace, **kwargs)
-        gms.append(gm)
-        return gm.start()
-
-    yield build
-    for gm in gms:
-        gm.stop()
-
-
-@pytest.fixture()
-def make_lc() -> Iterator[LCFactory]:
-    lcs: list[TestLC] = []
-
-    def connect(gm: GM, node: str) -> TestLC:
-        lc = TestLC(gm.port, node)
-        lcs.append(lc)
-        return lc
-
-    yield connect
-    for lc in lcs:
-        lc.close()
-
-
-@pytest.fixture()
-def logs() -> Iterator[LogCapture]:
-    yield from capture_logs()
+harness = harness_fixture(GM, TestLC, Api)

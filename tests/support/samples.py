@@ -1,0 +1,12 @@
+"""Sedna's own sample objects from the reference data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def load_sample(ref: Path, file: str) -> dict[str, Any]:
+    return dict(yaml.safe_load((ref / "crd-samples" / file).read_text()))
