@@ -20,6 +20,7 @@ from sedna.runtime.config import GMConfig
 from sedna.runtime.container import RuntimeContainer
 from sedna.runtime.context import ControllerContext
 from sedna.runtime.health import HealthServer
+from sedna.runtime.kube import KubeConfigError
 from sedna.runtime.leader import LeaderElector
 from sedna.runtime.plugin_api import FeatureController
 
@@ -128,6 +129,10 @@ class Manager:
                 "specs (Sedna's behaviour); use secretKeyRef unless edge nodes cannot resolve it"
             )
         self._uses_message_layer = not self.container.downstream.overridden
+        try:
+            self.container.kube()
+        except KubeConfigError as exc:  # an operator error: one line, no traceback
+            raise StartupError(f"cannot configure the Kubernetes client: {exc}") from None
         try:
             self._start_health()
             if self.config.leaderElection.enabled:

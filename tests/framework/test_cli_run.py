@@ -125,3 +125,25 @@ def test_without_embedded_nothing_of_it_is_imported(apiserver: Any, tmp_path: Pa
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "EMBEDDED: []" in proc.stdout
+
+
+def test_no_cluster_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "gm.yaml"
+    path.write_text("metrics:\n  enabled: false\n")  # no kubeConfig, no master
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    env.update(HOME=str(tmp_path), KUBECONFIG=str(tmp_path / "none"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "sedna.cli", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("sedna-gm: ")]
+    assert errors == [
+        "sedna-gm: cannot configure the Kubernetes client: no kubeConfig or master configured, "
+        "in-cluster config failed (Service host/port is not set.) and the default kubeconfig "
+        "failed (Invalid kube-config file. No configuration found.)"
+    ]
