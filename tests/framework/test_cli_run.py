@@ -56,7 +56,9 @@ def base_config(apiserver: Any, tmp_path: Path) -> dict[str, Any]:
 
 
 def test_runs_serves_health_and_stops_cleanly_on_sigterm(apiserver: Any, tmp_path: Path) -> None:
-    proc = start_gm(base_config(apiserver, tmp_path), tmp_path)
+    config = base_config(apiserver, tmp_path)
+    config["features"] = {}  # every installed feature runs
+    proc = start_gm(config, tmp_path)
     lines: list[str] = []
     try:
         port = int(read_until(proc, r"serving /metrics.* on 127\.0\.0\.1:(\d+)", lines)[1])
@@ -71,6 +73,10 @@ def test_runs_serves_health_and_stops_cleanly_on_sigterm(apiserver: Any, tmp_pat
         with urllib.request.urlopen(base + "/metrics", timeout=5) as r:
             metrics = r.read().decode()
         assert "lc_connected_nodes" in metrics
+        # The features' controllers report on the GM's registry under controller-runtime's names.
+        assert 'workqueue_depth{name="IncrementalLearningJob"}' in metrics
+        assert "workqueue_adds_total" in metrics
+        assert "# TYPE controller_reconcile_time_seconds histogram" in metrics
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
     finally:
