@@ -1,0 +1,16 @@
+# sedna-gm with its first-party feature plugins.
+#   docker build -t sedna-gm .
+#   kubectl apply -f config/rbac.yaml -f config/deploy/sedna-gm.yaml
+FROM python:3.11-slim
+
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY sedna ./sedna
+COPY plugins ./plugins
+RUN pip install --no-cache-dir . ./plugins/incremental_learning ./plugins/contrib/dataset \
+    && rm -rf /src
+
+USER 65532:65532
+EXPOSE 9000 9091
+ENTRYPOINT ["sedna-gm"]
+CMD ["--config", "/config/gm.yaml"]
