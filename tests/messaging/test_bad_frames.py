@@ -111,3 +111,19 @@ def test_frame_far_above_the_limit_closes_only_that_connection(
     assert lc.ws.close_code == 1009
     other.send_status("model", "default", "still", {})
     wait_until(lambda: len(got) == 1, what="other node goes on")
+
+
+def test_a_flood_of_bad_frames_is_counted_in_full_but_logged_a_few_times(
+    make_layer: LayerFactory, metrics: Metrics, logs: list[str]
+) -> None:
+    layer = make_layer()
+    got: list[UpstreamMessage] = []
+    layer.register_upstream("model", got.append)
+    lc = FakeLC(layer.port, "noisy")
+    for _ in range(50):
+        lc.send_raw(BAD_FRAMES["invalid_json"])
+    lc.send_status("model", "default", "after-flood", {})
+    wait_until(lambda: len(got) == 1, what="good frame after the flood")
+    assert sample(metrics, "lc_messages_rejected_total", reason="invalid_json") == 50
+    lines = [line for line in logs if "rejected" in line and "noisy" in line]
+    assert len(lines) == 5  # the burst; the rest are counted, not logged

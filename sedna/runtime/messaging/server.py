@@ -54,6 +54,7 @@ from sedna.runtime.messaging.auth import (
     server_ssl_context,
     token_valid,
 )
+from sedna.runtime.messaging.log_limit import LogLimiter
 from sedna.runtime.messaging.queues import NodeQueue, Outgoing
 from sedna.runtime.messaging.upstream import DEFAULT_BACKLOG, Dispatch, UpstreamDispatcher
 from sedna.runtime.messaging.wire import (
@@ -154,6 +155,8 @@ class MessageLayer:
     ) -> None:
         self._settings = settings
         self._metrics = metrics
+        self._reject_log_window = 60.0
+        self._reject_log = LogLimiter(burst=5, window=self._reject_log_window)
         self._tls = settings.tls.enabled
         self._limit = settings.maxFrameBytes
         self._auth_required = settings.auth == "token"
@@ -521,6 +524,17 @@ class MessageLayer:
 
     def _reject(self, node: str, reason: Reason, detail: str, header: Header | None) -> None:
         self._metrics.lc_messages_rejected.labels(reason=reason.value).inc()
+        admitted, suppressed = self._reject_log.admit(node, reason.value)
+        if suppressed:
+            logger.warning(
+                "node {}: {} more frame(s) rejected ({}) in the last {:.0f} s, not logged",
+                node,
+                suppressed,
+                reason.value,
+                self._reject_log_window,
+            )
+        if not admitted:
+            return
         if header is None:
             logger.warning("rejected a frame from node {} ({}): {}", node, reason.value, detail)
         else:
