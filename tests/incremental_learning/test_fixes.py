@@ -274,6 +274,37 @@ def test_7_deletes_reach_every_lc_even_as_tombstones(
         lc.wait_for(KIND, "delete", JOB)
 
 
+def test_7c_a_delete_the_watch_missed_reaches_the_lcs_through_a_real_tombstone(
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    sedna_reference: Path,
+    embedded_apiserver: APIServer,
+) -> None:
+    faults = embedded_apiserver.faults
+    faults.close_watches_after(1)  # every stream ends after one event; informers re-watch
+    try:
+        gm = make_gm()
+        ds_lc = make_lc(gm, DS_NODE)
+        create_dependencies(api, sedna_reference)
+        api.create(sample_job(sedna_reference))
+        ds_lc.wait_job_state("Train/Waiting")
+        jobs = gm.controller.jobs
+        # Blind the job informer: its stream ends on the next event and re-watching fails.
+        faults.fail(500, verbs=["watch"], resources=["incrementallearningjobs"])
+        errors = jobs.stats.errors
+        api.jobs.patch(api.ns, JOB, {"metadata": {"annotations": {"poke": "1"}}})
+        wait_until(lambda: jobs.stats.errors > errors, what="job watch failing")
+        api.jobs.delete(api.ns, JOB)  # the informer cannot see this
+        relists = jobs.stats.relists_after_gone
+        faults.reset()
+        faults.compact()  # its resume gets 410 Gone: relist, and the job is missing
+        ds_lc.wait_for(KIND, "delete", JOB)
+        assert jobs.stats.relists_after_gone > relists  # it came as a tombstone, not an event
+    finally:
+        faults.reset()
+
+
 def test_7b_delete_reaches_dataset_node_when_dataset_is_gone(
     api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
 ) -> None:
