@@ -37,7 +37,7 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from loguru import logger
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -145,11 +145,22 @@ class PrometheusControllerMetrics:
             registry=registry,
             buckets=RECONCILE_BUCKETS,
         )
+        # labelled children, cached: `labels()` builds and checks its key on every call
+        self._totals: dict[tuple[str, str], Any] = {}
+        self._times: dict[str, Any] = {}
         PrometheusControllerMetrics._by_registry.setdefault(registry, self)
 
     def observe_reconcile(self, controller: str, result: str, seconds: float) -> None:
-        self.reconcile_total.labels(controller=controller, result=result).inc()
-        self.reconcile_time.labels(controller=controller).observe(seconds)
+        total = self._totals.get((controller, result))
+        if total is None:
+            total = self._totals.setdefault(
+                (controller, result), self.reconcile_total.labels(controller, result)
+            )
+        time_ = self._times.get(controller)
+        if time_ is None:
+            time_ = self._times.setdefault(controller, self.reconcile_time.labels(controller))
+        total.inc()
+        time_.observe(seconds)
 
     def inc_reconcile_error(self, controller: str) -> None:
         self.reconcile_errors.labels(controller=controller).inc()

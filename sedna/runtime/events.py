@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import random
 import threading
-import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -62,6 +62,8 @@ class EventRecorder:
         self._cache_size = cache_size
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._emitted: dict[tuple[str, str], Any] = {}  # labelled counters, cached
+        self._rng = random.Random()
 
     def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         """Record an event about `obj` (a resource dict); never blocks, never raises."""
@@ -75,7 +77,12 @@ class EventRecorder:
             "resourceVersion": meta.get("resourceVersion", ""),
         }
         if self._metrics is not None:
-            self._metrics.events_emitted.labels(type_, reason).inc()
+            counter = self._emitted.get((type_, reason))
+            if counter is None:
+                counter = self._emitted.setdefault(
+                    (type_, reason), self._metrics.events_emitted.labels(type_, reason)
+                )
+            counter.inc()
         try:
             self._queue.put_nowait(_Pending(involved, type_, reason, message[:1024]))
         except queue.Full:
@@ -145,7 +152,8 @@ class EventRecorder:
                 client.patch(event_ns, name, {"count": count + 1, "lastTimestamp": now})
                 self._remember(key, (name, event_ns, count + 1))
                 return
-        name = f"{ev.involved['name'] or 'unknown'}.{uuid.uuid4().hex[:16]}"
+        # 64 random bits as client-go's hex suffix; uuid4 reads os.urandom per call
+        name = f"{ev.involved['name'] or 'unknown'}.{self._rng.getrandbits(64):016x}"
         body = {
             "apiVersion": "v1",
             "kind": "Event",

@@ -24,7 +24,7 @@ from sedna.runtime.kube import (
     update_status_with_retry,
     update_with_retry,
 )
-from sedna.runtime.kube.status import _private_copy
+from sedna.runtime.kube.jsoncopy import json_deepcopy as _private_copy
 
 
 @pytest.fixture()

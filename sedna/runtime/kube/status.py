@@ -13,15 +13,14 @@ re-read.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import orjson
 from loguru import logger
 
 from .client import ResourceClient
 from .errors import Conflict
+from .jsoncopy import json_deepcopy
 
 __all__ = ["update_status_with_retry", "update_with_retry"]
 
@@ -62,25 +61,6 @@ def update_with_retry(
     return _retry(client, namespace, name, mutate, attempts, status=False, current=current)
 
 
-# Types orjson would silently turn into JSON strings/objects (datetime, dataclass,
-# subclasses of dict/str...) make it raise instead, so such objects keep deepcopy.
-_EXACT = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-_EXACT |= orjson.OPT_PASSTHROUGH_SUBCLASS
-
-
-def _private_copy(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A deep copy of a JSON object; an orjson round trip is ~6x cheaper than deepcopy.
-
-    Objects from the API (informer caches) are plain JSON; anything orjson cannot
-    reproduce falls back to ``copy.deepcopy`` (tuples become lists, as on the wire).
-    """
-    try:
-        out = orjson.loads(orjson.dumps(obj, option=_EXACT))
-    except (TypeError, orjson.JSONEncodeError):
-        return copy.deepcopy(dict(obj))
-    return out if isinstance(out, dict) else copy.deepcopy(dict(obj))
-
-
 def _retry(
     client: ResourceClient,
     namespace: str,
@@ -96,7 +76,7 @@ def _retry(
     what = f"{client.res.group_resource} {namespace}/{name}"
     for attempt in range(1, attempts + 1):
         if attempt == 1 and current is not None:
-            obj = _private_copy(current)  # mutate may change nested parts; current is shared
+            obj = json_deepcopy(current)  # mutate may change nested parts; current is shared
         else:
             obj = client.get(namespace, name)
         if not mutate(obj):

@@ -7,10 +7,10 @@ makes level-triggered reconciles and the parity fixtures possible.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
+from sedna.runtime.kube.jsoncopy import json_deepcopy
 from sedna.runtime.workers.credentials import CredentialInjection
 from sedna.runtime.workers.env import env_list, inject_by_key
 from sedna.runtime.workers.hot_update import hot_update_env, hot_update_volume
@@ -40,7 +40,7 @@ def template_spec(job: JobRef, template: Mapping[str, Any], field: str) -> dict[
     for i, c in enumerate(containers):
         if not isinstance(c, Mapping):
             raise job.error(f"{field}.spec.containers[{i}]", "container is not an object")
-    return copy.deepcopy(dict(spec))
+    return json_deepcopy(spec)
 
 
 def build_worker_pod(
@@ -89,7 +89,7 @@ def build_worker_pod(
         "ownerReferences": [controller_owner_reference(ref)],
     }
     if tmeta.get("annotations"):
-        metadata["annotations"] = copy.deepcopy(dict(tmeta["annotations"]))
+        metadata["annotations"] = json_deepcopy(tmeta["annotations"])
     if tmeta.get("finalizers"):
         metadata["finalizers"] = list(tmeta["finalizers"])
 
