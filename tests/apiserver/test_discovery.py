@@ -74,14 +74,15 @@ def test_invalid_json_is_400(api_client: ApiClient, namespace: str) -> None:
 
 
 def test_protobuf_body_is_415(api_client: ApiClient, namespace: str) -> None:
-    # The server speaks JSON and YAML only; kubectl >= 1.2x sends built-in kinds as
+    # Protobuf is decoded only for the kinds kubectl creates imperatively (see
+    # test_protobuf.py); kubectl >= 1.2x sends other built-in kinds, a Pod here, as
     # protobuf for `kubectl create <kind>` and gets a clear 415 (use `kubectl apply`).
     st = expect_status(
         api_client,
         415,
         "POST",
-        f"/api/v1/namespaces/{namespace}/configmaps",
-        "k8s\x00\n\x0f\n\x02v1\x12\tConfigMap",
+        f"/api/v1/namespaces/{namespace}/pods",
+        "k8s\x00\n\t\n\x02v1\x12\x03Pod",
         content_type="application/vnd.kubernetes.protobuf",
     )
     assert st["reason"] == "UnsupportedMediaType"

@@ -133,7 +133,7 @@ def _samples(sedna_reference: Path) -> list[tuple[Path, list[Doc]]]:
 
 
 def test_apply_get_delete_sednas_samples(kubectl: Kubectl, sedna_reference: Path) -> None:
-    # `kubectl create namespace` sends protobuf; apply sends JSON.
+    # Created declaratively, as the samples are (imperative creates are tested elsewhere).
     kubectl("apply", "-f", "-", stdin=f"apiVersion: v1\nkind: Namespace\n"
                                            f"metadata:\n  name: {SAMPLES_NS}\n")  # fmt: skip
     samples = _samples(sedna_reference)
