@@ -44,6 +44,17 @@ def test_1_inference_create_failure_is_reported_and_retried_with_backoff(
     clock = whole_second_clock()
     gm = make_gm(clock=clock)
     create_dependencies(api, sedna_reference)
+    # A Model or Dataset reaching the GM's cache after the job wakes the job at once (fix
+    # 6); wait for them here, so the retry can only come from the backoff.
+    ctl = gm.controller
+    wait_until(
+        lambda: (
+            ctl.datasets.lister.get(api.ns, "incremental-dataset")
+            and ctl.models.lister.get(api.ns, "initial-model")
+            and ctl.models.lister.get(api.ns, "deploy-model")
+        ),
+        what="dependencies in the GM's caches",
+    )
     embedded_apiserver.faults.fail(500, verbs=["create"], resources=["pods"], count=1)
     api.create(sample_job(sedna_reference))
     api.wait_event("InferenceWorkerFailed", "cannot create the inference worker")
