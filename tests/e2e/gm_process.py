@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,21 +20,20 @@ PROJECT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def write_config(tmp: Path, **overrides: Any) -> Path:
-    """config/gm.yaml with its own stateDir and free ports; `apply` made absolute."""
+    """config/gm.yaml with its own stateDir and free ports; `apply` made absolute.
+
+    Port 0 lets the OS pick a free port at bind time, on every start: a port chosen
+    here and bound later (or again after a restart) may meanwhile be taken, e.g. as
+    the local port of another test's client connection.
+    """
     cfg = yaml.safe_load((PROJECT / "config" / "gm.yaml").read_text())
     emb = cfg["embedded"]
     emb["stateDir"] = str(tmp / "state")
-    emb["port"] = free_port()
+    emb["port"] = 0
     emb["apply"] = [str(PROJECT / p) for p in emb.get("apply") or []]
-    cfg["websocket"]["port"] = free_port()
-    cfg["metrics"]["port"] = free_port()
+    cfg["websocket"]["port"] = 0
+    cfg["metrics"]["port"] = 0
     for key, value in overrides.items():
         cfg[key] = value
     path = tmp / "gm.yaml"
@@ -54,6 +52,8 @@ class GMProcess:
         self.api_client: kubernetes.client.ApiClient | None = None
 
     def start(self) -> None:
+        # The last run's kubeconfig names its (now free) port: never connect through it.
+        self.kubeconfig.unlink(missing_ok=True)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.pop("SEDNA_GM_CONFIG", None)
         with open(self.log, "ab") as out:
