@@ -182,10 +182,14 @@ class SimulatedKubelet:
                 },
             },
             "spec": {},
+            # A kubelet registers with its status (the node strategy keeps it on create),
+            # so no reader ever sees a node without conditions.
+            "status": self._node_status(),
         }
         try:
             nodes.create(None, body)
             logger.info("{}/kubelet: registered node", self.node)
+            return
         except ApiError as exc:
             if exc.status != 409:
                 raise
