@@ -111,6 +111,20 @@ def test_registers_a_ready_node(harness: Harness) -> None:
     harness.kubelet.register_node()  # a restart re-registers without error
 
 
+def test_a_registered_node_is_never_seen_without_conditions(harness: Harness) -> None:
+    """The first version of the Node a watcher sees already says Ready (as a kubelet
+    registers with its status), so no reader has to wait for a second write."""
+    nodes = harness.kube.resource(NODES)
+    nodes.delete(None, harness.node)
+    rv = nodes.list()["metadata"]["resourceVersion"]
+    harness.kubelet.register_node()
+    with nodes.watch(resource_version=rv, field_selector=f"metadata.name={harness.node}") as w:
+        first = next(e for e in w if e["type"] != "BOOKMARK")
+    assert first["type"] == "ADDED"
+    conditions = first["object"]["status"]["conditions"]
+    assert {c["type"]: c["status"] for c in conditions} == {"Ready": "True"}
+
+
 def test_train_worker_runs_to_completion_and_reports_first(harness: Harness) -> None:
     harness.create("train-1")
     pending = harness.wait_phase("train-1", "Pending")
