@@ -23,6 +23,7 @@ class APIError(Exception):
         group: str | None = None,
         kind: str | None = None,
         causes: list[dict[str, str]] | None = None,
+        list_meta: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -32,13 +33,15 @@ class APIError(Exception):
         self.group = group
         self.kind = kind
         self.causes = causes
+        # a Status is a list-like object: a 410 for a list hands a fresh continue here
+        self.list_meta = list_meta
 
     def status(self) -> dict[str, Any]:
         """The ``Status`` body, shaped as kube-apiserver shapes it."""
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": dict(self.list_meta or {}),
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
@@ -109,3 +112,22 @@ def bad_request(message: str) -> APIError:
 def gone(message: str) -> APIError:
     """410 for a watch or list from a resourceVersion older than the kept history."""
     return APIError(410, "Expired", message)
+
+
+def continue_expired(token: str) -> APIError:
+    """410 for a continue token whose snapshot is gone, with kube's words.
+
+    ``token`` goes on from the same key at the current version, as kube-apiserver
+    offers: the client may take an inconsistent remainder or start over.
+    """
+    return APIError(
+        410,
+        "Expired",
+        "The provided continue parameter is too old to display a consistent list result. "
+        "You can start a new list without the continue parameter, or use the continue "
+        "token in this response to retrieve the remainder of the results. Continuing with "
+        "the provided token results in an inconsistent list - objects that were created, "
+        "modified, or deleted between the time the first chunk was returned and now may "
+        "show up in the list.",
+        list_meta={"continue": token},
+    )

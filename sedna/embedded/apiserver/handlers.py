@@ -15,7 +15,7 @@ from urllib.parse import unquote
 import orjson
 from aiohttp import web
 
-from . import discovery, errors, protobuf, tables
+from . import discovery, errors, pagination, protobuf, tables
 from .errors import APIError
 from .patches import (
     APPLY_PATCH,
@@ -198,9 +198,11 @@ class Handlers:
             )
             if verb == "watch":
                 return await self._watch(request, rt, ns, matcher)
+            limit, cont = pagination.list_options(query)
+            listed = self.ops.list(rt, ns, matcher, limit=limit, cont=cont)
             if table:
-                return self._table(rt, self.ops.list(rt, ns, matcher), table, query)
-            return _json(self.ops.list(rt, ns, matcher))
+                return self._table(rt, listed, table, query)
+            return _json(listed)
         if verb == "create":
             if name:
                 raise APIError(

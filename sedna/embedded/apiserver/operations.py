@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from . import errors
+from . import errors, pagination
 from .errors import APIError
+from .pagination import LATEST, Continue
 from .resources import CRD_KEY, NAMESPACE_KEY, Registry, ResourceType
 from .selectors import Matcher
 from .store import Store
@@ -108,17 +109,46 @@ class Operations:
             raise errors.not_found(rt.plural, name, rt.group)
         return self.view(rt, obj)
 
-    def list(self, rt: ResourceType, ns: str | None, matcher: Matcher | None) -> dict[str, Any]:
-        """LIST, stamped with the current global resourceVersion."""
-        items = self.store.list(rt.key, ns if rt.namespaced else None)
-        if matcher is not None:
-            items = [o for o in items if matcher(o)]
+    def list(
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        matcher: Matcher | None,
+        *,
+        limit: int = 0,
+        cont: Continue | None = None,
+    ) -> dict[str, Any]:
+        """LIST, stamped with the resourceVersion of the snapshot it shows.
+
+        Without ``limit`` or ``cont`` that is the current version; a paginated list
+        serves every page from its first page's snapshot (see ``pagination``).
+        """
+        scope = ns if rt.namespaced else None
+        meta: dict[str, Any]
+        if limit <= 0 and cont is None:
+            items = self.store.list(rt.key, scope)
+            if matcher is not None:
+                items = [o for o in items if matcher(o)]
+            meta = {"resourceVersion": str(self.store.rv)}
+        else:
+            rv = self.store.rv if cont is None or cont.rv < 0 else cont.rv
+            start = cont.start if cont is not None else ""
+            objects = self.store.snapshot(rt.key, rv)
+            if objects is None:
+                raise errors.continue_expired(pagination.encode_continue(start, LATEST))
+            pg = pagination.page(objects, scope, matcher, limit, start)
+            items = pg.items
+            meta = {"resourceVersion": str(rv)}
+            if pg.next_start is not None:
+                meta["continue"] = pagination.encode_continue(pg.next_start, rv)
+                if pg.remaining is not None:
+                    meta["remainingItemCount"] = pg.remaining
         if items and items[0].get("apiVersion") != rt.api_version:
             items = [self.view(rt, o) for o in items]
         return {
             "kind": rt.list_kind,
             "apiVersion": rt.api_version,
-            "metadata": {"resourceVersion": str(self.store.rv)},
+            "metadata": meta,
             "items": items,
         }
 

@@ -19,6 +19,10 @@ Key = tuple[str, str]
 ObjId = tuple[Key, str, str]  # (resource key, namespace, name)
 
 
+def _etcd_order(oid: tuple[str, str]) -> str:
+    return f"{oid[0]}/{oid[1]}"
+
+
 class Persister(Protocol):
     """Write-through storage (``persistence.SQLitePersister``)."""
 
@@ -45,13 +49,41 @@ class Store:
         return bucket.get((ns, name)) if bucket else None
 
     def list(self, key: Key, ns: str | None = None) -> list[dict[str, Any]]:
-        """Objects of a resource, in one namespace or all, sorted by namespace/name."""
+        """Objects of a resource, in one namespace or all, in etcd's key order.
+
+        etcd sorts the bytes of ``namespace/name``, so ``a-b/x`` comes before ``a/y``;
+        paginated lists resume by that key, so plain lists use the same order.
+        """
         bucket = self.objects.get(key)
         if not bucket:
             return []
         if ns is None:
-            return [bucket[k] for k in sorted(bucket)]
+            return [bucket[k] for k in sorted(bucket, key=_etcd_order)]
         return [o for (n, _), o in sorted(bucket.items()) if n == ns]
+
+    def snapshot(self, key: Key, rv: int) -> dict[tuple[str, str], dict[str, Any]] | None:
+        """The objects of a resource as they were at ``rv``, None when that is unknowable.
+
+        Undoes, newest first, the retained events after ``rv``: the hub keeps each
+        event's previous state, so nothing but the history ring is needed. None when
+        events after ``rv`` were compacted away, or ``rv`` is ahead of this store (a
+        token from before a restart without persistence). The result may be the live
+        bucket itself: callers only read it.
+        """
+        if rv > self.rv or self.hub.too_old(rv):
+            return None
+        bucket = self.objects.get(key, {})
+        undo = list(self.hub.since(key, rv))
+        if not undo:
+            return bucket
+        snap = dict(bucket)
+        for ev in reversed(undo):
+            oid = (ev.namespace, ev.obj["metadata"]["name"])
+            if ev.old is None:  # ADDED: absent before
+                snap.pop(oid, None)
+            else:
+                snap[oid] = ev.old
+        return snap
 
     def lookup_uid(self, uid: str) -> tuple[ObjId, dict[str, Any]] | None:
         """Find an object by uid (owners are referenced by uid)."""

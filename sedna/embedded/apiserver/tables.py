@@ -963,6 +963,8 @@ def to_table(
         table_meta["resourceVersion"] = meta["resourceVersion"]
     if is_list and meta.get("continue"):
         table_meta["continue"] = meta["continue"]
+        if meta.get("remainingItemCount") is not None:
+            table_meta["remainingItemCount"] = meta["remainingItemCount"]
     return {
         "kind": "Table",
         "apiVersion": f"{TABLE_GROUP}/{version}",
