@@ -48,6 +48,15 @@ class WebsocketConfig(_Section):
     maxFrameBytes: int = Field(default=1024 * 1024, gt=0)
     maxQueuePerNode: int = Field(default=1000, gt=0)
     updatesAsInsert: bool = True
+    idleQueueTTLSeconds: float = Field(default=24 * 3600.0, ge=0, allow_inf_nan=False, strict=True)
+    """Forget the queue of a node that is not connected and got no message for this long.
+
+    Deleted Nodes are forgotten at once through the nodes informer; this bounds memory
+    where no informer tells (an embedded message layer, nodes that never registered).
+    A day outlasts any LC outage worth waiting for, and the controllers resend the
+    current state on their resync anyway. 0 keeps queues for ever (Sedna's behaviour).
+    Strict: a quoted or boolean value is a typo, not a duration, and is refused.
+    """
 
 
 class ServerRef(_Section):

@@ -13,11 +13,11 @@ from typing import Any
 from dependency_injector import containers, providers
 from kubernetes.client import ApiClient
 
-from sedna.runtime.clock import RealClock
+from sedna.runtime.clock import Clock, RealClock
 from sedna.runtime.config import GMConfig
 from sedna.runtime.events import EventRecorder
 from sedna.runtime.informers import SharedInformerFactory
-from sedna.runtime.kube import SECRETS, KubeClient, NotFound, api_client_from_config
+from sedna.runtime.kube import NODES, SECRETS, KubeClient, NotFound, api_client_from_config
 from sedna.runtime.messaging import MessageLayer, file_token_provider, secret_token_provider
 from sedna.runtime.metrics import Metrics
 from sedna.runtime.upstream import UpstreamRegistry
@@ -52,14 +52,24 @@ def _token_provider(config: GMConfig, kube: KubeClient) -> Callable[[], Iterable
 
 
 def _message_layer(
-    config: GMConfig, metrics: Metrics, upstream: UpstreamRegistry, kube: KubeClient
+    config: GMConfig,
+    metrics: Metrics,
+    upstream: UpstreamRegistry,
+    kube: KubeClient,
+    informers: SharedInformerFactory,
+    clock: Clock,
 ) -> MessageLayer:
-    return MessageLayer(
+    layer = MessageLayer(
         config.websocket,
         metrics=metrics,
         upstream=upstream,
         token_provider=_token_provider(config, kube),
+        clock=clock,
     )
+    # The layer forgets a node's queue and closes its LC when the Node is deleted; the
+    # nodes informer is shared, so this costs one watch for the whole GM.
+    layer.watch_nodes(informers.informer(NODES))
+    return layer
 
 
 def _send_of(layer: MessageLayer) -> Callable[[str, str, Mapping[str, Any]], None]:
@@ -86,7 +96,9 @@ class RuntimeContainer(containers.DeclarativeContainer):
         clock=clock,
     )
     upstream = providers.Singleton(UpstreamRegistry)
-    message_layer = providers.Singleton(_message_layer, config, metrics, upstream, kube)
+    message_layer = providers.Singleton(
+        _message_layer, config, metrics, upstream, kube, informers, clock
+    )
     downstream = providers.Singleton(_send_of, message_layer)
     events = providers.Singleton(EventRecorder, kube, metrics=metrics, clock=clock)
     pod_adjusters: providers.Provider[Any] = providers.Object(())

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from loguru import logger
 
+from sedna.runtime.clock import Clock
 from sedna.runtime.config import WebsocketConfig
 from sedna.runtime.messaging import MessageLayer, UpstreamRegistry
 from sedna.runtime.metrics import Metrics
@@ -32,6 +33,7 @@ def make_layer(metrics: Metrics) -> Iterator[LayerFactory]:
         start: bool = True,
         upstream: UpstreamRegistry | None = None,
         upstream_backlog: int = 10_000,
+        clock: Clock | None = None,
         **fields: Any,
     ) -> MessageLayer:
         fields.setdefault("address", "127.0.0.1")
@@ -43,6 +45,7 @@ def make_layer(metrics: Metrics) -> Iterator[LayerFactory]:
             token_provider=token_provider,
             upstream=upstream,
             upstream_backlog=upstream_backlog,
+            clock=clock,
         )
         layers.append(layer)
         if start:

@@ -19,11 +19,18 @@ The queue is guarded by a plain lock because its writers are controller threads 
 its reader is the asyncio loop; no operation blocks while holding it. The loop's
 writer *arms* a waker when it finds the queue empty, and the next `put` fires it,
 so a busy writer costs no cross-thread wake-ups at all.
+
+A queue can be *retired* when the message layer forgets its node (the Node object was
+deleted, or the node stayed away and idle too long). Retiring empties it and refuses
+every later `put` with `QueueRetired`, atomically under the queue's lock: a sender
+that looked the queue up just before it was forgotten then retries on the node's new
+queue instead of feeding one that nobody will ever drain.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,18 +59,33 @@ class Outgoing:
 Waker = Callable[[], None]
 
 
+class QueueRetired(Exception):
+    """The queue was forgotten between looking it up and using it; look it up again."""
+
+
 class NodeQueue:
     """The waiting downstream messages of one node (see the module docstring for the rules)."""
 
-    def __init__(self, node: str, bound: int, depth_gauge: _DepthGauge | None = None) -> None:
+    def __init__(
+        self,
+        node: str,
+        bound: int,
+        depth_gauge: _DepthGauge | None = None,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
         if bound < 1:
             raise ValueError("queue bound must be at least 1")
         self.node = node
         self._bound = bound
         self._gauge = depth_gauge
+        self._now = now
         self._lock = threading.Lock()
         self._items: OrderedDict[str, Outgoing] = OrderedDict()
         self._waker: Waker | None = None
+        self._retired = False
+        # When the queue last saw a new message or its node's connection ended; the
+        # idle sweep forgets a disconnected node's queue only after a quiet spell.
+        self._last_active = now()
 
     def __len__(self) -> int:
         with self._lock:
@@ -78,10 +100,28 @@ class NodeQueue:
         if self._gauge is not None:
             self._gauge.set(len(self._items))
 
-    def put(self, msg: Outgoing) -> Outgoing | None:
-        """Queue msg; return the message dropped to respect the bound, if any."""
-        dropped: Outgoing | None = None
+    @property
+    def last_active(self) -> float:
         with self._lock:
+            return self._last_active
+
+    def touch(self) -> None:
+        """Restart the idle time (its node just disconnected: the quiet spell starts now)."""
+        now = self._now()
+        with self._lock:
+            self._last_active = max(self._last_active, now)
+
+    def put(self, msg: Outgoing) -> Outgoing | None:
+        """Queue msg; return the message dropped to respect the bound, if any.
+
+        Raises QueueRetired if the node's queue was forgotten meanwhile.
+        """
+        dropped: Outgoing | None = None
+        now = self._now()
+        with self._lock:
+            if self._retired:
+                raise QueueRetired(self.node)
+            self._last_active = max(self._last_active, now)
             items = self._items
             if msg.key in items:
                 items[msg.key] = msg
@@ -116,6 +156,8 @@ class NodeQueue:
         """Put back a message whose write failed; return one dropped to respect the bound."""
         dropped: Outgoing | None = None
         with self._lock:
+            if self._retired:
+                return None  # the node was forgotten: its in-flight message goes too
             items = self._items
             if msg.key in items:
                 return None  # a newer message for this key supersedes the failed one
@@ -137,3 +179,33 @@ class NodeQueue:
             self._set_depth()
             self._waker = None
             return n
+
+    def retire(self) -> int:
+        """Empty the queue for good (its node is forgotten); return how many messages it held.
+
+        A writer still armed on it is not woken: the caller closes that connection.
+        Retiring twice returns 0 the second time, so a message is never counted twice.
+        """
+        with self._lock:
+            return self._retire_locked()
+
+    def retire_if_idle(self, cutoff: float) -> int | None:
+        """Retire the queue if it was last active at or before cutoff; None if it was not.
+
+        Checking and retiring under one lock hold is what keeps a message put at the
+        last moment from landing in a queue that is being forgotten.
+        """
+        with self._lock:
+            if self._retired or self._last_active > cutoff:
+                return None
+            return self._retire_locked()
+
+    def _retire_locked(self) -> int:
+        if self._retired:
+            return 0
+        self._retired = True
+        n = len(self._items)
+        self._items.clear()
+        self._set_depth()
+        self._waker = None
+        return n

@@ -21,6 +21,10 @@ Differences from the Go GM, on purpose:
   connection (close code 1009), since it must be buffered whole before it can be judged.
 - The Go server handles every path (its mux pattern "/" matches all); so do we.
 
+Queues are forgotten with their nodes (Go keeps them for ever; see `forgetting`): when
+the Node object is deleted (`watch_nodes` hooks a nodes informer up) and when a
+disconnected node's queue stays idle for `idleQueueTTLSeconds`.
+
 Delivery is at most once per successful write, as in Go: a message counts as sent
 when the websocket library accepted it for the socket. A failed write puts the
 message back for the next connection. Queues live in memory only; after a GM restart
@@ -46,7 +50,9 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from sedna.runtime.clock import Clock, RealClock
 from sedna.runtime.config import ConfigError, WebsocketConfig
+from sedna.runtime.informers import HandlerRegistration, SharedInformer
 from sedna.runtime.messaging.auth import (
     TokenProvider,
     bearer_token,
@@ -54,8 +60,14 @@ from sedna.runtime.messaging.auth import (
     server_ssl_context,
     token_valid,
 )
+from sedna.runtime.messaging.forgetting import (
+    ForgetMetrics,
+    ForgetReason,
+    IdleSweeper,
+    NodeDeletionHandler,
+)
 from sedna.runtime.messaging.log_limit import LogLimiter
-from sedna.runtime.messaging.queues import NodeQueue, Outgoing
+from sedna.runtime.messaging.queues import NodeQueue, Outgoing, QueueRetired
 from sedna.runtime.messaging.upstream import DEFAULT_BACKLOG, Dispatch, UpstreamDispatcher
 from sedna.runtime.messaging.wire import (
     CREDENTIAL_ANNOTATION,
@@ -79,6 +91,8 @@ _OVERSIZE_FACTOR = 4
 # How long a replaced connection's writer may finish its current write.
 _REPLACE_GRACE_SECONDS = 2.0
 _START_TIMEOUT_SECONDS = 30.0
+# Close code and reason for the LC of a node whose Node object was deleted.
+_NODE_DELETED_CLOSE = (1000, "node deleted from the cluster")
 
 
 class _LoopWaker:
@@ -140,7 +154,8 @@ class MessageLayer:
     `secret_token_provider(...)` (this layer has no Kubernetes client).
     `upstream` is the runtime's shared handler registry (a private one if None);
     each kind's handler runs on `upstream_workers_per_kind` threads of its own with at
-    most `upstream_backlog` reports waiting.
+    most `upstream_backlog` reports waiting. `clock` times the idle forgetting of
+    queues (a FakeClock in tests).
     """
 
     def __init__(
@@ -152,9 +167,14 @@ class MessageLayer:
         upstream: UpstreamRegistry | None = None,
         upstream_backlog: int = DEFAULT_BACKLOG,
         upstream_workers_per_kind: int = 1,
+        clock: Clock | None = None,
     ) -> None:
         self._settings = settings
         self._metrics = metrics
+        self._clock: Clock = clock if clock is not None else RealClock()
+        self._forgotten = ForgetMetrics.for_registry(metrics.registry)
+        self._idle_ttl = settings.idleQueueTTLSeconds
+        self._sweeper: IdleSweeper | None = None
         self._reject_log_window = 60.0
         self._reject_log = LogLimiter(burst=5, window=self._reject_log_window)
         self._tls = settings.tls.enabled
@@ -229,12 +249,17 @@ class MessageLayer:
             self._settings.address,
             self.port,
         )
+        if self._idle_ttl > 0:
+            self._sweeper = IdleSweeper(self._idle_ttl, self._clock, self._forget_idle)
+            self._sweeper.start()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Close every connection (1001), stop the loop and the upstream workers."""
         if self._stopped:
             return
         self._stopped = True
+        if self._sweeper is not None:
+            self._sweeper.stop()
         loop, stop_event, thread = self._loop, self._stop_event, self._thread
         if loop is not None and stop_event is not None:
             with contextlib.suppress(RuntimeError):  # loop already gone
@@ -326,7 +351,12 @@ class MessageLayer:
                 f"for node {node_name}: {exc}"
             ) from None
         msg = Outgoing(header=header, frame=encode_frame(header, payload), credential=credential)
-        dropped = self._queue_for(node_name).put(msg)
+        while True:
+            try:
+                dropped = self._queue_for(node_name).put(msg)
+                break
+            except QueueRetired:
+                continue  # the node was forgotten just now: this message starts its new queue
         if dropped is not None:
             self._metrics.lc_messages_dropped.labels(kind=dropped.header.kind).inc()
             logger.warning(
@@ -356,6 +386,45 @@ class MessageLayer:
             q = self._queues.get(node_name)
         return len(q) if q is not None else 0
 
+    def queued_nodes(self) -> list[str]:
+        """Nodes the layer keeps a queue for (an empty one too), i.e. has not forgotten."""
+        with self._lock:
+            return sorted(self._queues)
+
+    def watch_nodes(self, informer: SharedInformer) -> HandlerRegistration:
+        """Forget a node's queue, and close its LC, when its Node object is deleted.
+
+        `informer` is a shared informer of core/v1 nodes; the layer only listens to it.
+        """
+        return informer.add_event_handler(NodeDeletionHandler(self.forget_node))
+
+    def forget_node(self, node_name: str) -> int:
+        """The node left the cluster: drop its queue and close its LC (thread-safe).
+
+        Returns how many waiting messages were dropped. Messages sent afterwards start a
+        new queue, and the LC may reconnect; both start fresh.
+        """
+        with self._lock:
+            q = self._queues.pop(node_name, None)
+            dropped = q.retire() if q is not None else 0
+            if q is not None:
+                self._forget_depth_series(node_name)
+            conn = self._conns.get(node_name)
+        if q is None and conn is None:
+            logger.debug("node {} deleted; the message layer held nothing for it", node_name)
+            return 0
+        if q is not None:
+            self._forgotten.count(ForgetReason.NODE_DELETED, dropped)
+        logger.info(
+            "node {} deleted from the cluster: forgot its queue, dropped {} waiting message(s){}",
+            node_name,
+            dropped,
+            "; closing its LC connection" if conn is not None else "",
+        )
+        if conn is not None:
+            self._close_from_thread(conn, *_NODE_DELETED_CLOSE)
+        return dropped
+
     # ---- internals -------------------------------------------------------------------
 
     def _queue_for(self, node: str) -> NodeQueue:
@@ -366,9 +435,67 @@ class MessageLayer:
             q = self._queues.get(node)
             if q is None:
                 gauge = self._metrics.lc_queue_depth.labels(node=node)
-                q = NodeQueue(node, self._settings.maxQueuePerNode, gauge)
+                q = NodeQueue(node, self._settings.maxQueuePerNode, gauge, self._clock.now)
                 self._queues[node] = q
             return q
+
+    def _forget_depth_series(self, node: str) -> None:
+        """Drop the node's lc_queue_depth series (caller holds self._lock).
+
+        Under the lock, so that a new queue of the same node cannot have made a new
+        series yet that this would remove.
+        """
+        with contextlib.suppress(KeyError):
+            self._metrics.lc_queue_depth.remove(node)
+
+    def _forget_idle(self, now: float) -> float | None:
+        """Forget the queues of disconnected nodes idle since a TTL before now.
+
+        Returns when the next remaining queue of a disconnected node expires (None if
+        there is none), for the sweeper to sleep until then. Checking that the node is
+        not connected and retiring its queue happen under self._lock, which `_handle`
+        also holds while it registers or unregisters a connection: a node that
+        connects during the sweep keeps its queue.
+        """
+        cutoff = now - self._idle_ttl
+        forgotten: list[tuple[str, int]] = []
+        next_due: float | None = None
+        with self._lock:
+            for node, q in list(self._queues.items()):
+                if node in self._conns:
+                    continue
+                dropped = q.retire_if_idle(cutoff)
+                if dropped is None:
+                    due = q.last_active + self._idle_ttl
+                    next_due = due if next_due is None else min(next_due, due)
+                    continue
+                del self._queues[node]
+                self._forget_depth_series(node)
+                forgotten.append((node, dropped))
+        for node, dropped in forgotten:
+            self._forgotten.count(ForgetReason.IDLE, dropped)
+            logger.info(
+                "forgot the queue of node {}: disconnected and idle for {:g} s "
+                "(websocket.idleQueueTTLSeconds); dropped {} waiting message(s)",
+                node,
+                self._idle_ttl,
+                dropped,
+            )
+        return next_due
+
+    def _close_from_thread(self, conn: _Connection, code: int, reason: str) -> None:
+        """Close conn from any thread; its reader ends and `_handle` cleans up as usual."""
+        loop = self._loop
+        if loop is None:
+            return
+        with contextlib.suppress(RuntimeError):  # loop closed: the GM is shutting down
+            loop.call_soon_threadsafe(self._close_on_loop, conn, code, reason)
+
+    def _close_on_loop(self, conn: _Connection, code: int, reason: str) -> None:
+        conn.stop()
+        closing = asyncio.create_task(conn.ws.close(code, reason))
+        self._background.add(closing)
+        closing.add_done_callback(self._background.discard)
 
     def _tokens(self) -> frozenset[str]:
         assert self._token_provider is not None
@@ -435,6 +562,9 @@ class MessageLayer:
             with self._lock:
                 if self._conns.get(node) is conn:
                     del self._conns[node]
+                    q = self._queues.get(node)
+                    if q is not None:
+                        q.touch()  # the idle time of a disconnected node starts now
                 count = len(self._conns)
             self._metrics.lc_connected_nodes.set(count)
             if conn.writer is not None:
