@@ -122,3 +122,33 @@ def test_restart_before_the_first_status_write(
     api.wait_latest("Train/Waiting")
     assert api.job()["status"]["startTime"]
     assert len(api.worker_pods("inference")) == 1
+
+
+def test_restart_after_the_unrecorded_worker_finished(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    """The GM died between creating the worker and writing Starting, and the worker
+    finished before it came back. Sedna's "unless Pending/Running" rule starts the stage
+    a second time; the pod carries the Ready condition it was made for, so it is adopted
+    and its result is used."""
+    gm = make_gm()
+    ds_lc = make_lc(gm, DS_NODE)
+    create_dependencies(api, sedna_reference)
+    api.create(sample_job(sedna_reference))
+    api.wait_latest("Train/Waiting")
+    ds_lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
+    api.wait_latest("Train/Starting")
+    gm.stop()
+
+    job = api.job()
+    job["status"]["conditions"] = job["status"]["conditions"][:-1]
+    api.jobs.replace_status(api.ns, job["metadata"]["name"], job)
+    assert api.latest() == "Train/Ready"
+    (train,) = api.live_pods("train")
+    api.set_phase(train["metadata"]["name"], "Running")
+    api.set_phase(train["metadata"]["name"], "Succeeded")
+
+    gm.start()
+    api.wait_latest("Eval/Waiting")
+    assert api.states()[-4:] == ["Train/Ready", "Train/Starting", "Train/Completed", "Eval/Waiting"]
+    assert [p["metadata"]["name"] for p in api.worker_pods("train")] == [train["metadata"]["name"]]

@@ -25,7 +25,10 @@ stage's Starting/Running condition (`data: {"pod": ...}`), so a finished pod of 
 earlier cycle is never mistaken for the current one. An in-memory "expectation"
 covers only the window in which our own writes are not yet in the caches; after a
 restart the caches are fresh and an already started worker (Pending/Running) is
-adopted, never duplicated.
+adopted, never duplicated. Train/Eval workers also carry a digest of the Ready
+condition they were made for (`sedna-gm.io/ready-condition`), so a worker that
+finished while the GM was down between creating it and writing Starting is adopted
+too, where Sedna would run the stage a second time.
 
 Fast paths (DESIGN.md principle 4): cached objects are read in place, never deep-copied
 (`_typed` is a shallow copy; the mutation detector in the tests proves nothing changes
@@ -36,6 +39,7 @@ new state and the inference worker created for it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Mapping
@@ -101,6 +105,8 @@ API_VERSION = "sedna.io/v1alpha1"
 WORKER_TYPE_LABEL = "incrementallearningjob.sedna.io/worker-type"
 STAGE_WORKER = {C.TRAIN: TRAIN_WORKER, C.EVAL: EVAL_WORKER, C.DEPLOY: INFERENCE_WORKER}
 ACTIVE_PHASES = ("Pending", "Running")
+# On Train/Eval workers: which Ready condition the pod was made for (a digest of it).
+READY_CONDITION_ANNOTATION = "sedna-gm.io/ready-condition"
 
 Obj = Mapping[str, Any]
 
@@ -864,6 +870,20 @@ class IncrementalLearningController(Controller):
             pod = _newest(active)
             assert pod is not None
             return str(_meta(pod).get("name")), True
+        # A pod made for this very Ready but already finished: the GM died between the
+        # pod and the Starting write, and the worker ran meanwhile. Sedna would run the
+        # stage again; we take its result.
+        tag = _ready_tag(basis)
+        made_for = [
+            p
+            for p in self._job_pods(job, worker_type)
+            if not _deleting(p)
+            and (_meta(p).get("annotations") or {}).get(READY_CONDITION_ANNOTATION) == tag
+        ]
+        if made_for:
+            pod = _newest(made_for)
+            assert pod is not None
+            return str(_meta(pod).get("name")), True
 
         initial = self._model(job, spec.initialModel.name, "spec.initialModel.name")
         self._model(job, spec.deploySpec.model.name, "spec.deploySpec.model.name")
@@ -881,7 +901,9 @@ class IncrementalLearningController(Controller):
             raise _Blocked("InvalidConditionData", f"{exc.field}: {exc.reason}") from None
         template = spec.trainSpec.template if stage == C.TRAIN else spec.evalSpec.template
         field = "spec.trainSpec.template" if stage == C.TRAIN else "spec.evalSpec.template"
-        name = self._create(job, template, param, field)
+        name = self._create(
+            job, _annotated(template, READY_CONDITION_ANNOTATION, tag), param, field
+        )
         with self._lock:
             self._expect[key] = _Expectation(basis, name)
         return name, False
@@ -920,6 +942,21 @@ def _typed(obj: Obj) -> dict[str, Any]:
     job["kind"] = KIND
     job.setdefault("apiVersion", API_VERSION)
     return job
+
+
+def _ready_tag(basis: str) -> str:
+    """A short, stable digest of a Ready condition, for an annotation value."""
+    return hashlib.sha256(basis.encode()).hexdigest()[:20]
+
+
+def _annotated(template: Obj, key: str, value: str) -> dict[str, Any]:
+    """The template with one more pod annotation; copies only what it changes (the
+    template is the informer cache's)."""
+    meta = template.get("metadata")
+    meta = dict(meta) if isinstance(meta, Mapping) else {}
+    annotations = meta.get("annotations")
+    meta["annotations"] = {**(annotations if isinstance(annotations, Mapping) else {}), key: value}
+    return {**template, "metadata": meta}
 
 
 def _pod_data(pod_name: str) -> str:
