@@ -5,7 +5,14 @@ The API is the database: a new GM (new caches, new websocket port) resumes from 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
+
+from sedna_incremental_learning.controller import READY_CONDITION_ANNOTATION
+from sedna_incremental_learning.upstream import condition_from_report
+from support.waiting import wait_until
+
+from sedna.embedded.apiserver import APIServer
 
 from .conftest import GMFactory, LCFactory
 from .helpers import (
@@ -125,30 +132,43 @@ def test_restart_before_the_first_status_write(
 
 
 def test_restart_after_the_unrecorded_worker_finished(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api,
+    make_gm: GMFactory,
+    sedna_reference: Path,
+    embedded_apiserver: APIServer,
 ) -> None:
-    """The GM died between creating the worker and writing Starting, and the worker
-    finished before it came back. Sedna's "unless Pending/Running" rule starts the stage
-    a second time; the pod carries the Ready condition it was made for, so it is adopted
-    and its result is used."""
+    """The GM created the worker but never recorded it (its Starting write failed, then
+    it stopped), and the worker finished before the GM came back. Sedna's "unless
+    Pending/Running" rule would run the stage a second time; the pod carries the Ready
+    condition it was made for, so it is adopted and its result used."""
     gm = make_gm()
-    ds_lc = make_lc(gm, DS_NODE)
     create_dependencies(api, sedna_reference)
     api.create(sample_job(sedna_reference))
     api.wait_latest("Train/Waiting")
-    ds_lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
-    api.wait_latest("Train/Starting")
     gm.stop()
 
-    job = api.job()
-    job["status"]["conditions"] = job["status"]["conditions"][:-1]
+    job = api.job()  # the LC's train/ready, as the GM would have appended it
+    report = {"phase": "train", "status": "ready", "input": TRAIN_INPUT}
+    ready = condition_from_report(report, datetime.now(UTC))
+    job["status"]["conditions"].append(ready)
     api.jobs.replace_status(api.ns, job["metadata"]["name"], job)
+    embedded_apiserver.faults.fail(
+        500, verbs=["update", "patch"], resources=["incrementallearningjobs/status"]
+    )
+    gm.start()
+    (train,) = wait_until(lambda: api.live_pods("train"), what="the train worker")
+    gm.stop()
+    embedded_apiserver.faults.reset()
     assert api.latest() == "Train/Ready"
-    (train,) = api.live_pods("train")
     api.set_phase(train["metadata"]["name"], "Running")
     api.set_phase(train["metadata"]["name"], "Succeeded")
 
     gm.start()
     api.wait_latest("Eval/Waiting")
     assert api.states()[-4:] == ["Train/Ready", "Train/Starting", "Train/Completed", "Eval/Waiting"]
-    assert [p["metadata"]["name"] for p in api.worker_pods("train")] == [train["metadata"]["name"]]
+    assert api.conditions()[-3]["reason"] == "WorkerAdopted"
+    (adopted,) = api.worker_pods("train")
+    assert adopted["metadata"]["name"] == train["metadata"]["name"]
+    # recorded now: the tag that bridged the crash is gone
+    assert READY_CONDITION_ANNOTATION in train["metadata"]["annotations"]
+    assert READY_CONDITION_ANNOTATION not in (adopted["metadata"].get("annotations") or {})

@@ -469,6 +469,7 @@ class IncrementalLearningController(Controller):
             if pod is not None:
                 pod_name = str(_meta(pod).get("name", ""))
                 node = str((pod.get("spec") or {}).get("nodeName") or "")
+                self._untag(pod)
             if pod is None and self._stage_pod_gone(job, stage, latest):
                 new_type, reason = C.FAILED, "WorkerDeleted"
                 message = f"the {STAGE_WORKER.get(stage, stage)} worker was deleted"
@@ -705,6 +706,30 @@ class IncrementalLearningController(Controller):
                 return _newest(active)
         return _newest([p for p in self._job_pods(job, worker_type) if not _deleting(p)])
 
+    def _untag(self, pod: Obj) -> None:
+        """Drop the ready-condition tag of a pod its stage's condition now records.
+
+        The tag only bridges the window between creating a worker and recording it; a
+        recorded pod keeping it could be taken for the worker of a later Ready that is
+        alike to the second, once trimming has dropped the condition naming the pod.
+        """
+        meta = _meta(pod)
+        if READY_CONDITION_ANNOTATION not in (meta.get("annotations") or {}):
+            return
+        patch = {"metadata": {"annotations": {READY_CONDITION_ANNOTATION: None}}}
+        try:
+            self.pods_client.patch(str(meta.get("namespace")), str(meta.get("name")), patch)
+        except NotFound:
+            pass
+        except ApiError as exc:  # the next sync of this stage tries again
+            logger.warning(
+                "pod {}/{}: cannot drop {}: {}",
+                meta.get("namespace"),
+                meta.get("name"),
+                READY_CONDITION_ANNOTATION,
+                exc,
+            )
+
     def _stage_pod_gone(self, job: Obj, stage: str, latest: Obj) -> bool:
         """Whether the recorded pod is really gone (not just missing from a lagging cache)."""
         recorded = _recorded_pod(latest)
@@ -872,13 +897,16 @@ class IncrementalLearningController(Controller):
             return str(_meta(pod).get("name")), True
         # A pod made for this very Ready but already finished: the GM died between the
         # pod and the Starting write, and the worker ran meanwhile. Sedna would run the
-        # stage again; we take its result.
+        # stage again; we take its result. Recorded pods lose the tag (`_untag`), and a
+        # pod a condition names served an earlier Ready (Readies can be alike to the second).
         tag = _ready_tag(basis)
+        recorded = {_recorded_pod(c) for c in conds}
         made_for = [
             p
             for p in self._job_pods(job, worker_type)
             if not _deleting(p)
             and (_meta(p).get("annotations") or {}).get(READY_CONDITION_ANNOTATION) == tag
+            and _meta(p).get("name") not in recorded
         ]
         if made_for:
             pod = _newest(made_for)
