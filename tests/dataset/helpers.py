@@ -96,6 +96,20 @@ class TestLC(LCBase):
         self.send_status(namespace, "Dataset", name, payload)
 
 
+def deliver_sample(api: Api, lc: TestLC, ref: Path, **spec: Any) -> Received:
+    """Create the sample Dataset (spec fields overridden by `spec`) and wait for its
+    insert at `lc`: the GM has then told the node's LC, where the tests' scenarios start."""
+    api.create(sample_dataset(ref, **spec))
+    return lc.wait_for("insert")
+
+
+def report_samples(api: Api, lc: TestLC, count: int) -> None:
+    """A valid sample-count report from `lc`, waited for in the sample's status: proof the
+    connection and the feature still work after whatever the test did before."""
+    lc.report(api.ns, {"numberOfSamples": count})
+    wait_until(lambda: api.status().get("numberOfSamples") == count)
+
+
 # -- the GM --------------------------------------------------------------------------
 
 

@@ -16,7 +16,16 @@ from typing import Any
 import pytest
 
 from .conftest import GMFactory, LCFactory
-from .helpers import SAMPLE, SAMPLE_NODE, Api, LogCapture, sample_dataset, wait_until
+from .helpers import (
+    SAMPLE,
+    SAMPLE_NODE,
+    Api,
+    LogCapture,
+    deliver_sample,
+    report_samples,
+    sample_dataset,
+    wait_until,
+)
 
 CREDENTIAL = "sedna.io/credential"
 
@@ -43,9 +52,7 @@ def test_sample_reaches_the_lc_of_its_node_as_insert(
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
     other = make_lc(gm, "edge1")
-    api.create(sample_dataset(sedna_reference))
-
-    m = lc.wait_for("insert")
+    m = deliver_sample(api, lc, sedna_reference)
     assert (m.kind, m.namespace, m.name) == ("dataset", api.ns, SAMPLE)
     # content is base64 of the object's JSON, as Go's []byte marshals
     assert json.loads(base64.b64decode(m.content, validate=True)) == m.payload
@@ -68,9 +75,7 @@ def test_credential_secret_is_attached_as_annotation(
     api.create(secret("mysecret"))
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    api.create(sample_dataset(sedna_reference, credentialName="mysecret"))
-
-    m = lc.wait_for("insert")
+    m = deliver_sample(api, lc, sedna_reference, credentialName="mysecret")
     cred = json.loads(m.payload["metadata"]["annotations"][CREDENTIAL])
     assert cred == {
         "s3-endpoint": "minio.example:9000",
@@ -87,9 +92,7 @@ def test_missing_credential_secret_is_an_event_and_the_dataset_still_goes(
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    api.create(sample_dataset(sedna_reference, credentialName="nosuch"))
-
-    m = lc.wait_for("insert")
+    m = deliver_sample(api, lc, sedna_reference, credentialName="nosuch")
     assert CREDENTIAL not in (m.payload["metadata"].get("annotations") or {})
     msg = api.wait_event("CredentialNotFound", "spec.credentialName")
     assert f"{api.ns}/nosuch" in msg and SAMPLE_NODE in msg
@@ -105,8 +108,7 @@ def test_delete_reaches_the_lc(
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    api.create(sample_dataset(sedna_reference))
-    lc.wait_for("insert")
+    deliver_sample(api, lc, sedna_reference)
     api.datasets.delete(api.ns, SAMPLE)
     m = lc.wait_for("delete")
     assert (m.kind, m.namespace, m.payload["kind"]) == ("dataset", api.ns, "Dataset")
@@ -118,8 +120,7 @@ def test_node_change_moves_the_dataset(
     gm = make_gm()
     old = make_lc(gm, SAMPLE_NODE)
     new = make_lc(gm, "edge1")
-    api.create(sample_dataset(sedna_reference))
-    old.wait_for("insert")
+    deliver_sample(api, old, sedna_reference)
 
     api.set_node("edge1")
     old.wait_for("delete")
@@ -154,8 +155,7 @@ def test_lc_report_updates_status(
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    api.create(sample_dataset(sedna_reference))
-    lc.wait_for("insert")
+    deliver_sample(api, lc, sedna_reference)
 
     lc.report(api.ns, {"numberOfSamples": 42})
     status = wait_until(lambda: api.status().get("numberOfSamples") == 42 and api.status())
@@ -199,8 +199,7 @@ def test_malformed_report_is_logged_and_an_event(
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    api.create(sample_dataset(sedna_reference))
-    lc.wait_for("insert")
+    deliver_sample(api, lc, sedna_reference)
 
     lc.report(api.ns, payload)
     logs.wait(f"node {SAMPLE_NODE}", f"Dataset {api.ns}/{SAMPLE}", f"content.{field}")
@@ -209,8 +208,7 @@ def test_malformed_report_is_logged_and_an_event(
     assert "numberOfSamples" not in api.status()
 
     # the connection and the feature go on
-    lc.report(api.ns, {"numberOfSamples": 7})
-    wait_until(lambda: api.status().get("numberOfSamples") == 7)
+    report_samples(api, lc, 7)
 
 
 def test_non_object_report_is_refused_by_the_message_layer(
@@ -218,12 +216,10 @@ def test_non_object_report_is_refused_by_the_message_layer(
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    api.create(sample_dataset(sedna_reference))
-    lc.wait_for("insert")
+    deliver_sample(api, lc, sedna_reference)
     lc.report(api.ns, [1, 2])
     logs.wait(SAMPLE_NODE, SAMPLE, "not a JSON object")
-    lc.report(api.ns, {"numberOfSamples": 8})
-    wait_until(lambda: api.status().get("numberOfSamples") == 8)
+    report_samples(api, lc, 8)
 
 
 def test_report_for_unknown_dataset_or_from_another_node_is_logged(
@@ -232,14 +228,12 @@ def test_report_for_unknown_dataset_or_from_another_node_is_logged(
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
     stranger = make_lc(gm, "edge1")
-    api.create(sample_dataset(sedna_reference))
-    lc.wait_for("insert")
+    deliver_sample(api, lc, sedna_reference)
 
     lc.report(api.ns, {"numberOfSamples": 1}, name="nosuch")
     logs.wait(f"node {SAMPLE_NODE}", f"Dataset {api.ns}/nosuch", "no such dataset")
 
     stranger.report(api.ns, {"numberOfSamples": 99})
     logs.wait("node edge1", f"Dataset {api.ns}/{SAMPLE}", "on node 'edge0'", "ignored")
-    lc.report(api.ns, {"numberOfSamples": 5})
-    wait_until(lambda: api.status().get("numberOfSamples") == 5)
+    report_samples(api, lc, 5)
     assert api.status()["numberOfSamples"] == 5

@@ -31,6 +31,11 @@ LABEL = "incrementallearningjob.sedna.io/"
 JOB = "helmet-detection-demo"
 DS_NODE = "edge0"  # the sample Dataset's node
 WORKER_NODE = "edge-node"  # the sample job's templates' node
+TRAIN_INPUT: dict[str, Any] = {  # a dataset node LC's train/ready input for the sample job
+    "models": [{"format": "ckpt", "url": "/model/frozen.pb"}],
+    "dataURL": "/data/train/1.txt",
+    "outputDir": "/output/train/1",
+}
 
 
 # -- the API -------------------------------------------------------------------------
@@ -69,12 +74,26 @@ class Api(ApiBase):
             if not p["metadata"].get("deletionTimestamp")
         ]
 
+    def pending_pod(self, worker_type: str, name: str = JOB) -> dict[str, Any]:
+        """The one worker of this type the GM has just created: earlier cycles' workers
+        have finished, so the unpacking asserts the GM made exactly one new Pending pod."""
+        (pod,) = [
+            p for p in self.live_pods(worker_type, name) if p["status"].get("phase") == "Pending"
+        ]
+        return pod
+
     def set_phase(self, pod: str, phase: str, reason: str = "") -> None:
         """The kubelet's part: report the pod's phase."""
         status: dict[str, Any] = {"phase": phase}
         if reason:
             status["reason"] = reason
         self.pods.patch(self.ns, pod, {"status": status}, subresource="status")
+
+    def set_phase_and_wait(self, pod: str, phase: str, state: str, name: str = JOB) -> None:
+        """The kubelet reports the pod's phase and the GM moves the job on to `state`: the
+        step by which the tests drive each stage's worker through its life."""
+        self.set_phase(pod, phase)
+        self.wait_latest(state, name)
 
     def event_list(self, name: str = JOB) -> list[tuple[str, str, str]]:
         return [
@@ -110,6 +129,16 @@ def create_dependencies(api: Api, ref: Path, *, dataset: bool = True) -> None:
     api.create(sample_model(ref, "deploy-model"))
     if dataset:
         api.create(sample_dataset(ref))
+
+
+def start_sample_job(
+    api: Api, ref: Path, *, hot_update: bool = False, dataset: bool = True
+) -> None:
+    """The sample job created with its dependencies and synced to Train/Waiting (its
+    inference worker made): where the scenarios that drive its stages begin."""
+    create_dependencies(api, ref, dataset=dataset)
+    api.create(sample_job(ref, hot_update=hot_update))
+    api.wait_latest("Train/Waiting")
 
 
 def env_of(pod: Mapping[str, Any], container: int = 0) -> dict[str, Any]:
@@ -169,6 +198,13 @@ class TestLC(LCBase):
             if output is not None:
                 payload["output"] = dict(output)
         self.send_status(namespace, "incrementallearningjob", name, payload)
+
+
+def start_stage(api: Api, lc: TestLC, stage: str, input: Mapping[str, Any]) -> None:
+    """The LC reports `stage` ("train" or "eval") ready with `input`, and the GM answers
+    by creating the stage's worker: the job is then at <Stage>/Starting."""
+    lc.report(api.ns, stage, "ready", input=input)
+    api.wait_latest(f"{stage.capitalize()}/Starting")
 
 
 # -- the GM --------------------------------------------------------------------------

@@ -16,6 +16,8 @@ from .helpers import (
     LogCapture,
     create_dependencies,
     sample_job,
+    start_sample_job,
+    start_stage,
     wait_until,
 )
 
@@ -71,16 +73,13 @@ def test_report_for_unknown_job_is_logged_and_the_connection_goes_on(
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    create_dependencies(api, sedna_reference)
-    api.create(sample_job(sedna_reference))
-    api.wait_latest("Train/Waiting")
+    start_sample_job(api, sedna_reference)
     lc.report(api.ns, "train", "ready", name="no-such-job", input=TRAIN_INPUT)
     wait_until(
         lambda: logs.contains(f"node {DS_NODE}", f"{api.ns}/no-such-job", "no such job"),
         what="log line for the unknown job",
     )
-    lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
-    api.wait_latest("Train/Starting")
+    start_stage(api, lc, "train", TRAIN_INPUT)
 
 
 @pytest.mark.parametrize(
@@ -103,25 +102,20 @@ def test_invalid_report_is_an_error_for_that_message_only(
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    create_dependencies(api, sedna_reference)
-    api.create(sample_job(sedna_reference))
-    api.wait_latest("Train/Waiting")
+    start_sample_job(api, sedna_reference)
     lc.report(api.ns, "", "", payload=payload)
     msg = api.wait_event("InvalidReport", field)
     assert f"node {DS_NODE}" in msg
     assert logs.contains(f"{api.ns}/{JOB}", field)
     assert api.states() == ["Train/Waiting"]
-    lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
-    api.wait_latest("Train/Starting")
+    start_stage(api, lc, "train", TRAIN_INPUT)
 
 
 def test_condition_data_that_is_not_json(
     api: Api, make_gm: GMFactory, sedna_reference: Path
 ) -> None:
     gm = make_gm()
-    create_dependencies(api, sedna_reference)
-    api.create(sample_job(sedna_reference))
-    api.wait_latest("Train/Waiting")
+    start_sample_job(api, sedna_reference)
     job = api.job()
     conds = job["status"]["conditions"]
     conds.append({**conds[-1], "type": "Ready", "data": "{not json"})

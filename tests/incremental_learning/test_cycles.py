@@ -20,10 +20,10 @@ from .helpers import (
     Api,
     LogCapture,
     TestLC,
-    create_dependencies,
     env_of,
     mounts_of,
-    sample_job,
+    start_sample_job,
+    start_stage,
     volumes_of,
     wait_until,
 )
@@ -53,8 +53,7 @@ def _train_stage(api: Api, ds_lc: TestLC, node_lc: TestLC, cycle: int) -> None:
     }
     if index:
         train_input["dataIndexURL"] = index
-    ds_lc.report(ns, "train", "ready", input=train_input)
-    api.wait_latest("Train/Starting")
+    start_stage(api, ds_lc, "train", train_input)
     (pod,) = [p for p in api.live_pods("train") if p["status"].get("phase") != "Succeeded"]
     name = pod["metadata"]["name"]
     assert name.startswith(f"{JOB}-train-")
@@ -86,8 +85,7 @@ def _train_stage(api: Api, ds_lc: TestLC, node_lc: TestLC, cycle: int) -> None:
     assert "/home/data/model/" in mounts and "/home/data/output/train/" in mounts
     assert volumes_of(pod)[mounts["/home/data/model/"]]["hostPath"]["path"] == "/model/"
 
-    api.set_phase(name, "Running")
-    api.wait_latest("Train/Running")
+    api.set_phase_and_wait(name, "Running", "Train/Running")
     assert api.job()["metadata"]["annotations"]["sedna.io/Train"] == WORKER_NODE
     node_lc.wait_job_state("Train/Running")
     # the LC reports the trained model, then the worker exits
@@ -113,8 +111,7 @@ def _eval_stage(api: Api, ds_lc: TestLC, node_lc: TestLC, cycle: int) -> None:
         ],
         "dataURL": f"/data/eval/{cycle}.txt",
     }
-    ds_lc.report(ns, "eval", "ready", input=eval_input)
-    api.wait_latest("Eval/Starting")
+    start_stage(api, ds_lc, "eval", eval_input)
     pods = api.live_pods("eval")
     (pod,) = [p for p in pods if p["status"].get("phase") != "Succeeded"]
     name = pod["metadata"]["name"]
@@ -127,12 +124,10 @@ def _eval_stage(api: Api, ds_lc: TestLC, node_lc: TestLC, cycle: int) -> None:
     assert pod["spec"]["restartPolicy"] == "OnFailure"
     assert pod["spec"]["hostNetwork"] is True
 
-    api.set_phase(name, "Running")
-    api.wait_latest("Eval/Running")
+    api.set_phase_and_wait(name, "Running", "Eval/Running")
     assert api.job()["metadata"]["annotations"]["sedna.io/Eval"] == WORKER_NODE
     node_lc.wait_job_state("Eval/Running")
-    api.set_phase(name, "Succeeded")
-    api.wait_latest("Deploy/Waiting")
+    api.set_phase_and_wait(name, "Succeeded", "Deploy/Waiting")
     assert api.states()[-3:] == ["Eval/Running", "Eval/Completed", "Deploy/Waiting"]
 
 
@@ -175,11 +170,8 @@ def test_sample_job_runs_two_cycles(
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
     node_lc = make_lc(gm, WORKER_NODE)
-    create_dependencies(api, sedna_reference)
-    api.create(sample_job(sedna_reference, hot_update=hot))
-
     # first sync: startTime, the inference worker, Train/Waiting
-    api.wait_latest("Train/Waiting")
+    start_sample_job(api, sedna_reference, hot_update=hot)
     job = api.job()
     assert job["status"]["startTime"]
     (infer,) = api.live_pods("inference")

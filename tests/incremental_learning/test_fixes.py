@@ -16,22 +16,20 @@ from .helpers import (
     DS_NODE,
     JOB,
     LABEL,
+    TRAIN_INPUT,
     WORKER_NODE,
     Api,
     create_dependencies,
     sample_dataset,
     sample_job,
     sample_model,
+    start_sample_job,
+    start_stage,
     wait_until,
     whole_second_clock,
 )
 
 KIND = "incrementallearningjob"
-TRAIN_INPUT = {
-    "models": [{"format": "ckpt", "url": "/model/frozen.pb"}],
-    "dataURL": "/data/train/1.txt",
-    "outputDir": "/output/train/1",
-}
 
 
 def _idle(gm: Any) -> None:
@@ -138,24 +136,19 @@ def test_3_stage_pod_is_found_by_worker_type_label(
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    create_dependencies(api, sedna_reference)
-    api.create(sample_job(sedna_reference))
-    api.wait_latest("Train/Waiting")
+    start_sample_job(api, sedna_reference)
     # A train worker whose name does not end in "-train-xxxxx" (Sedna never finds it and
     # starts a second one), and a failed eval worker named like a train worker (Sedna
     # takes it for the train pod and fails the stage).
     _pod(api, "trainer-0", "train", "Pending")
     _pod(api, f"{JOB}-train-decoy", "eval", "Failed")
-    lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
-    api.wait_latest("Train/Starting")
+    start_stage(api, lc, "train", TRAIN_INPUT)
     starting = api.conditions()[-1]
     assert starting["reason"] == "WorkerAdopted"
     assert json.loads(starting["data"]) == {"pod": "trainer-0"}
-    api.set_phase("trainer-0", "Running")
-    api.wait_latest("Train/Running")
+    api.set_phase_and_wait("trainer-0", "Running", "Train/Running")
     assert [p["metadata"]["name"] for p in api.worker_pods("train")] == ["trainer-0"]
-    api.set_phase("trainer-0", "Succeeded")
-    api.wait_latest("Eval/Waiting")
+    api.set_phase_and_wait("trainer-0", "Succeeded", "Eval/Waiting")
 
 
 def test_4_conditions_are_bounded_and_keep_the_latest_of_each_stage(
@@ -164,24 +157,18 @@ def test_4_conditions_are_bounded_and_keep_the_latest_of_each_stage(
     gm = make_gm(options={"maxConditions": 6})
     ds_lc = make_lc(gm, DS_NODE)
     node_lc = make_lc(gm, WORKER_NODE)
-    create_dependencies(api, sedna_reference)
-    api.create(sample_job(sedna_reference))
-    api.wait_latest("Train/Waiting")
+    start_sample_job(api, sedna_reference)
     for cycle in (1, 2):
-        ds_lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
-        api.wait_latest("Train/Starting")
-        (train,) = [p for p in api.live_pods("train") if p["status"].get("phase") == "Pending"]
-        api.set_phase(train["metadata"]["name"], "Running")
-        api.wait_latest("Train/Running")
+        start_stage(api, ds_lc, "train", TRAIN_INPUT)
+        train = api.pending_pod("train")
+        api.set_phase_and_wait(train["metadata"]["name"], "Running", "Train/Running")
         out = {"models": [{"format": "ckpt", "url": f"/out/{cycle}.pb"}]}
         node_lc.report(api.ns, "train", "completed", input=TRAIN_INPUT, output=out)
         api.wait_latest("Eval/Waiting")
         api.set_phase(train["metadata"]["name"], "Succeeded")
-        ds_lc.report(api.ns, "eval", "ready", input={"models": out["models"], "dataURL": "/e"})
-        api.wait_latest("Eval/Starting")
-        (ev,) = [p for p in api.live_pods("eval") if p["status"].get("phase") == "Pending"]
-        api.set_phase(ev["metadata"]["name"], "Succeeded")
-        api.wait_latest("Deploy/Waiting")
+        start_stage(api, ds_lc, "eval", {"models": out["models"], "dataURL": "/e"})
+        ev = api.pending_pod("eval")
+        api.set_phase_and_wait(ev["metadata"]["name"], "Succeeded", "Deploy/Waiting")
         node_lc.report(api.ns, "deploy", "ready", input={"models": out["models"]})
         api.wait_latest("Train/Waiting")
         conds = api.conditions()
@@ -198,15 +185,11 @@ def test_5_failing_stage_backs_off_exponentially(
     clock = whole_second_clock()
     gm = make_gm(clock=clock)
     lc = make_lc(gm, DS_NODE)
-    create_dependencies(api, sedna_reference)
-    api.create(sample_job(sedna_reference))
-    api.wait_latest("Train/Waiting")
+    start_sample_job(api, sedna_reference)
     for failures, delay in ((1, 10), (2, 20), (3, 40)):
-        lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
-        api.wait_latest("Train/Starting")
-        (pod,) = [p for p in api.live_pods("train") if p["status"].get("phase") == "Pending"]
-        api.set_phase(pod["metadata"]["name"], "Failed")
-        api.wait_latest("Train/Failed")
+        start_stage(api, lc, "train", TRAIN_INPUT)
+        pod = api.pending_pod("train")
+        api.set_phase_and_wait(pod["metadata"]["name"], "Failed", "Train/Failed")
         api.wait_event("BackOff", f"({failures} failure(s) in a row); back to Train in {delay}s")
         _idle(gm)
         clock.step(delay - 1)
@@ -230,9 +213,7 @@ def test_6_missing_dataset_is_reported_and_job_wakes_when_it_appears(
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    create_dependencies(api, sedna_reference, dataset=False)
-    api.create(sample_job(sedna_reference))
-    api.wait_latest("Train/Waiting")
+    start_sample_job(api, sedna_reference, dataset=False)
     lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
     msg = api.wait_event("MissingDataset")
     assert f"Dataset {api.ns}/incremental-dataset" in msg
@@ -268,14 +249,10 @@ def test_7_deletes_reach_every_lc_even_as_tombstones(
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
     node_lc = make_lc(gm, WORKER_NODE)
-    create_dependencies(api, sedna_reference)
-    api.create(sample_job(sedna_reference))
-    api.wait_latest("Train/Waiting")
-    ds_lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
-    api.wait_latest("Train/Starting")
+    start_sample_job(api, sedna_reference)
+    start_stage(api, ds_lc, "train", TRAIN_INPUT)
     (pod,) = api.live_pods("train")
-    api.set_phase(pod["metadata"]["name"], "Running")
-    api.wait_latest("Train/Running")
+    api.set_phase_and_wait(pod["metadata"]["name"], "Running", "Train/Running")
     node_lc.wait_job_state("Train/Running")
 
     # a delete the informer missed arrives as a tombstone with the last known state

@@ -17,17 +17,13 @@ from sedna.embedded.apiserver import APIServer
 from .conftest import GMFactory, LCFactory
 from .helpers import (
     DS_NODE,
+    TRAIN_INPUT,
     WORKER_NODE,
     Api,
-    create_dependencies,
-    sample_job,
+    start_sample_job,
+    start_stage,
 )
 
-TRAIN_INPUT = {
-    "models": [{"format": "ckpt", "url": "/model/frozen.pb"}],
-    "dataURL": "/data/train/1.txt",
-    "outputDir": "/output/train/1",
-}
 EVAL_INPUT = {"models": [{"format": "ckpt", "url": "/output/train/1/m.pb"}], "dataURL": "/d.txt"}
 
 
@@ -36,9 +32,7 @@ def test_restart_in_every_stage(
 ) -> None:
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    create_dependencies(api, sedna_reference)
-    api.create(sample_job(sedna_reference))
-    api.wait_latest("Train/Waiting")
+    start_sample_job(api, sedna_reference)
 
     # restart before anything ran: no second inference worker
     gm.restart()
@@ -47,8 +41,7 @@ def test_restart_in_every_stage(
     assert len(api.live_pods("inference")) == 1
 
     # Train: GM down while the worker starts
-    ds_lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
-    api.wait_latest("Train/Starting")
+    start_stage(api, ds_lc, "train", TRAIN_INPUT)
     gm.stop()
     (train,) = api.live_pods("train")
     api.set_phase(train["metadata"]["name"], "Running")
@@ -66,11 +59,9 @@ def test_restart_in_every_stage(
 
     # Eval: GM down while Running; the worker succeeds meanwhile
     ds_lc = make_lc(gm, DS_NODE)
-    ds_lc.report(api.ns, "eval", "ready", input=EVAL_INPUT)
-    api.wait_latest("Eval/Starting")
+    start_stage(api, ds_lc, "eval", EVAL_INPUT)
     (ev,) = api.live_pods("eval")
-    api.set_phase(ev["metadata"]["name"], "Running")
-    api.wait_latest("Eval/Running")
+    api.set_phase_and_wait(ev["metadata"]["name"], "Running", "Eval/Running")
     gm.stop()
     api.set_phase(ev["metadata"]["name"], "Succeeded")
     gm.start()
@@ -94,11 +85,8 @@ def test_restart_between_pod_creation_and_status_write(
     """The GM created the worker and died before writing Starting: adopt, never duplicate."""
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    create_dependencies(api, sedna_reference)
-    api.create(sample_job(sedna_reference))
-    api.wait_latest("Train/Waiting")
-    ds_lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
-    api.wait_latest("Train/Starting")
+    start_sample_job(api, sedna_reference)
+    start_stage(api, ds_lc, "train", TRAIN_INPUT)
     gm.stop()
 
     # roll the status back to what a crash before the status write leaves behind
@@ -118,9 +106,7 @@ def test_restart_before_the_first_status_write(
 ) -> None:
     """The inference worker exists but startTime was never written: not created twice."""
     gm = make_gm()
-    create_dependencies(api, sedna_reference)
-    api.create(sample_job(sedna_reference, hot_update=True))
-    api.wait_latest("Train/Waiting")
+    start_sample_job(api, sedna_reference, hot_update=True)
     gm.stop()
     job = api.job()
     job["status"] = {}
@@ -142,9 +128,7 @@ def test_restart_after_the_unrecorded_worker_finished(
     Pending/Running" rule would run the stage a second time; the pod carries the Ready
     condition it was made for, so it is adopted and its result used."""
     gm = make_gm()
-    create_dependencies(api, sedna_reference)
-    api.create(sample_job(sedna_reference))
-    api.wait_latest("Train/Waiting")
+    start_sample_job(api, sedna_reference)
     gm.stop()
 
     job = api.job()  # the LC's train/ready, as the GM would have appended it
