@@ -15,8 +15,9 @@ from urllib.parse import unquote
 import orjson
 from aiohttp import web
 
-from . import discovery, errors, pagination, protobuf, tables
+from . import discovery, errors, metadata_only, negotiation, pagination, protobuf, tables
 from .errors import APIError
+from .negotiation import Target
 from .patches import (
     APPLY_PATCH,
     JSON_PATCH,
@@ -179,16 +180,14 @@ class Handlers:
                 "the server does not allow this method on the requested resource",
             )
         await self._faults(verb, plural if sub is None else f"{plural}/{sub}")
-        table = (
-            tables.requested_table_version(request.headers.get("Accept", ""))
-            if verb in ("get", "list")
-            else None
-        )
+        target: Target | None = None
+        if verb in ("get", "list", "watch"):
+            target = negotiation.negotiate(request.headers.get("Accept", ""))
+            if target is not None and target.kind != negotiation.TABLE:
+                metadata_only.check(target, verb, rt)
         if verb == "get":
             assert name is not None
-            if table:
-                return self._table(rt, self.ops.get(rt, ns, name), table, query)
-            return _json(self.ops.get(rt, ns, name))
+            return self._read(rt, self.ops.get(rt, ns, name), target, query)
         if verb in ("list", "watch"):
             if name:
                 raise _page_not_found()
@@ -197,12 +196,10 @@ class Handlers:
                 parse_field_selector(query.get("fieldSelector"), rt.kind),
             )
             if verb == "watch":
-                return await self._watch(request, rt, ns, matcher)
+                return await self._watch(request, rt, ns, matcher, target)
             limit, cont = pagination.list_options(query)
             listed = self.ops.list(rt, ns, matcher, limit=limit, cont=cont)
-            if table:
-                return self._table(rt, listed, table, query)
-            return _json(listed)
+            return self._read(rt, listed, target, query)
         if verb == "create":
             if name:
                 raise APIError(
@@ -232,6 +229,23 @@ class Handlers:
         opts = await _delete_options(request)
         code, out = self.ops.delete(rt, ns, name, opts)
         return _json(out, code)
+
+    def _read(
+        self,
+        rt: ResourceType,
+        result: dict[str, Any],
+        target: Target | None,
+        query: Mapping[str, str],
+    ) -> web.Response:
+        """A get or list result as negotiated: itself, a Table or its metadata only."""
+        if target is None:
+            return _json(result)
+        if target.kind == negotiation.TABLE:
+            return self._table(rt, result, target.version, query)
+        return web.Response(
+            body=orjson.dumps(metadata_only.convert(target, result)),
+            headers={"Content-Type": target.content_type()},
+        )
 
     def _table(
         self, rt: ResourceType, result: dict[str, Any], version: str, query: Mapping[str, str]
@@ -316,16 +330,23 @@ class Handlers:
         listed["items"] = [o for o in items if o.get("kind") != "Status"]
         return _json(listed)
 
-    def _event_encoder(self, request: web.Request, rt: ResourceType) -> Callable[[str, Any], bytes]:
-        """How a watch writes its events: plain objects, or one-row Tables for kubectl.
+    def _event_encoder(
+        self, request: web.Request, rt: ResourceType, target: Target | None
+    ) -> Callable[[str, Any], bytes]:
+        """How a watch writes its events: plain objects, metadata only, or one-row Tables.
 
         As kube-apiserver does, only the first Table carries the column definitions;
         kubectl reuses them for the rows that follow (``kubectl get -w``).
         """
         conv = rt.api_version
-        version = tables.requested_table_version(request.headers.get("Accept", ""))
-        if version is None:
+        if target is None:
             return lambda typ, item: _event_line(typ, item, conv)
+        if target.kind != negotiation.TABLE:
+            v = target.version
+            return lambda typ, item: metadata_only.event_line(
+                typ, item if isinstance(item, dict) else item.obj, v
+            )
+        version = target.version
         include = tables.include_object(request.query)
         crd = self.ops.store.get(CRD_KEY, "", rt.qualified) if rt.custom else None
         first = [True]
@@ -343,7 +364,12 @@ class Handlers:
         return encode
 
     async def _watch(
-        self, request: web.Request, rt: ResourceType, ns: str | None, matcher: Any
+        self,
+        request: web.Request,
+        rt: ResourceType,
+        ns: str | None,
+        matcher: Any,
+        target: Target | None,
     ) -> web.StreamResponse:
         q = request.query
         rv_s = q.get("resourceVersion") or ""
@@ -352,7 +378,7 @@ class Handlers:
         except ValueError:
             raise errors.bad_request("invalid timeoutSeconds") from None
         bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
-        line = self._event_encoder(request, rt)
+        line = self._event_encoder(request, rt, target)
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
         resp.enable_chunked_encoding()
         ns_filter = ns if rt.namespaced else None
@@ -406,7 +432,7 @@ class Handlers:
                     item2 = await asyncio.wait_for(w.queue.get(), wait)
                 except TimeoutError:
                     if bookmarks and w.queue.empty():
-                        await resp.write(_bookmark(rt, store.rv))
+                        await resp.write(_bookmark(rt, store.rv, target))
                     continue
                 if item2 is None:
                     break
@@ -422,7 +448,7 @@ class Handlers:
                 if limit is not None and sent >= limit:
                     return resp
             if bookmarks:
-                await resp.write(_bookmark(rt, store.rv))
+                await resp.write(_bookmark(rt, store.rv, target))
         except (ConnectionResetError, ConnectionError):
             return resp
         finally:
@@ -445,7 +471,10 @@ def _event_line(typ: str, item: Any, api_version: str) -> bytes:
     return b'{"type":"' + typ.encode() + b'","object":' + raw + b"}\n"
 
 
-def _bookmark(rt: ResourceType, rv: int) -> bytes:
+def _bookmark(rt: ResourceType, rv: int, target: Target | None) -> bytes:
+    if target is not None and target.kind == negotiation.PARTIAL:
+        return metadata_only.bookmark_line(rv, target.version)
+    # Table watches keep plain bookmarks, as they always did here.
     obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": {"resourceVersion": str(rv)}}
     return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
 

@@ -27,10 +27,10 @@ from typing import Any
 import orjson
 
 from . import errors
+from .negotiation import META_GROUP
 from .resources import ResourceType
 
-TABLE_GROUP = "meta.k8s.io"
-TABLE_VERSIONS = ("v1", "v1beta1")
+TABLE_GROUP = META_GROUP
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
 
 _NAME_DESC = (
@@ -53,30 +53,7 @@ Cells = list[Any]
 Printer = Callable[[Mapping[str, Any], datetime], tuple[Cells, list[dict[str, str]] | None]]
 
 
-# ---- content negotiation ---------------------------------------------------------------
-def requested_table_version(accept: str) -> str | None:
-    """The Table version the Accept header prefers, or None when plain JSON comes first.
-
-    Media ranges are taken in order, as kube-apiserver does for the clients that send
-    several (kubectl sends Table v1, Table v1beta1, then application/json).
-    """
-    for part in accept.split(","):
-        fields = [f.strip() for f in part.split(";")]
-        mime = fields[0].lower()
-        params = {}
-        for f in fields[1:]:
-            k, _, v = f.partition("=")
-            params[k.strip().lower()] = v.strip()
-        if mime not in ("application/json", "application/*", "*/*"):
-            continue
-        what = params.get("as")
-        if what is None:
-            return None
-        if what == "Table" and params.get("g") == TABLE_GROUP and params.get("v") in TABLE_VERSIONS:
-            return params["v"]
-    return None
-
-
+# ---- content type (``negotiation`` picks the Table range of the Accept header) --------
 def content_type(version: str) -> str:
     """The Content-Type kube-apiserver answers a Table with."""
     return f"application/json;as=Table;v={version};g={TABLE_GROUP}"

@@ -5,6 +5,12 @@ twice for the same resource (and namespace scope) returns the same informer, so
 N controllers watching pods cost one list+watch, one cache and one dispatch
 thread, as with client-go's ``SharedInformerFactory``.
 
+A metadata-only informer of a resource (``informer(res, metadata_only=True)``,
+client-go's ``metadatainformer``) is a separate informer with a cache of
+``PartialObjectMetadata``: it coexists with the full informer of the same resource,
+and is what a consumer that needs no spec or status should ask for (the message
+layer watches Nodes only to see them deleted: a full Node is 10-50 KB).
+
 The resync period is Sedna's: one random value in ``[min, 2*min)`` per factory
 (its ``genResyncPeriod``), so that many GMs do not resync in lockstep.
 """
@@ -26,7 +32,8 @@ from .store import Lister
 
 __all__ = ["SharedInformerFactory"]
 
-_InformerKey = tuple[Resource, str, str | None]
+# (resource, namespace, label selector, metadata only)
+_InformerKey = tuple[Resource, str, str | None, bool]
 
 
 class SharedInformerFactory:
@@ -65,17 +72,20 @@ class SharedInformerFactory:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
+        metadata_only: bool = False,
     ) -> SharedInformer:
         """The shared informer for ``res``; created on first use.
 
         ``namespace`` overrides the factory's scope for this informer. An informer
         requested after ``start()`` is started at once (client-go needs a second
-        ``Start`` call; forgetting it is a classic bug).
+        ``Start`` call; forgetting it is a classic bug). ``metadata_only`` asks for
+        the metadata-only informer of ``res``: its cache holds ``PartialObjectMetadata``
+        objects (``metadata`` only), and it is shared apart from the full one.
         """
         ns = self.namespace if namespace is None else namespace
         if not res.namespaced:
             ns = ""
-        key: _InformerKey = (res, ns, label_selector or None)
+        key: _InformerKey = (res, ns, label_selector or None, metadata_only)
         with self._lock:
             if self._stopped:
                 raise RuntimeError("informer factory is stopped")
@@ -89,6 +99,7 @@ class SharedInformerFactory:
                     options=self.options,
                     detect_mutations=self.detect_mutations,
                     label_selector=label_selector or None,
+                    metadata_only=metadata_only,
                 )
                 self._informers[key] = inf
                 if self._started:
@@ -100,9 +111,11 @@ class SharedInformerFactory:
         """Whether ``stop()`` was called."""
         return self._stopped
 
-    def lister(self, res: Resource, *, namespace: str | None = None) -> Lister:
+    def lister(
+        self, res: Resource, *, namespace: str | None = None, metadata_only: bool = False
+    ) -> Lister:
         """Shorthand for ``informer(res).lister``."""
-        return self.informer(res, namespace=namespace).lister
+        return self.informer(res, namespace=namespace, metadata_only=metadata_only).lister
 
     @property
     def informers(self) -> list[SharedInformer]:

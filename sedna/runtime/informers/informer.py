@@ -20,6 +20,11 @@ Follows client-go's reflector and shared informer:
 
 Two threads per started informer: ``informer-<resource>`` (list/watch) and
 ``informer-<resource>-dispatch``; ``stop()`` joins both.
+
+A metadata-only informer (client-go's ``metadatainformer``) lists and watches with
+``metadata_only=True``: its cache holds ``PartialObjectMetadata`` objects (apiVersion
+``meta.k8s.io/v1``, only ``metadata``), for consumers that need names, labels, owners
+or deletions but not spec and status. Everything above works unchanged on them.
 """
 
 from __future__ import annotations
@@ -137,8 +142,10 @@ class SharedInformer:
         detect_mutations: bool = False,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        metadata_only: bool = False,
     ) -> None:
         self.client = client
+        self.metadata_only = metadata_only
         self.resource = client.res
         self.namespace = namespace if client.res.namespaced else ""
         self.resync_period = resync_period
@@ -147,13 +154,15 @@ class SharedInformer:
         self.label_selector = label_selector
         self.field_selector = field_selector
         self.name = self.resource.group_resource + (f"@{self.namespace}" if self.namespace else "")
+        # logs and thread names tell a metadata-only informer from a full one
+        self._label = self.name + ("[metadata]" if metadata_only else "")
         self.stats = InformerStats()
 
         self._indexer = Indexer(
             {NAMESPACE_INDEX: namespace_index, OWNER_UID_INDEX: controller_owner_uids}
         )
         self._lister = Lister(self._indexer, client.res.namespaced)
-        self._detector = MutationDetector(self.name) if detect_mutations else None
+        self._detector = MutationDetector(self._label) if detect_mutations else None
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -229,9 +238,9 @@ class SharedInformer:
                 return
             self._started = True
             self._threads = [
-                threading.Thread(target=self._run, name=f"informer-{self.name}", daemon=True),
+                threading.Thread(target=self._run, name=f"informer-{self._label}", daemon=True),
                 threading.Thread(
-                    target=self._dispatch_loop, name=f"informer-{self.name}-dispatch", daemon=True
+                    target=self._dispatch_loop, name=f"informer-{self._label}-dispatch", daemon=True
                 ),
             ]
         for t in self._threads:
@@ -254,7 +263,7 @@ class SharedInformer:
             t.join(max(0.0, deadline - RealClock().now()))
         alive = [t.name for t in self._threads if t.is_alive()]
         if alive:
-            logger.warning("informer {}: threads did not stop in time: {}", self.name, alive)
+            logger.warning("informer {}: threads did not stop in time: {}", self._label, alive)
             return False
         return True
 
@@ -294,7 +303,7 @@ class SharedInformer:
                     continue
                 if clean and duration >= _SHORT_WATCH:
                     continue
-                logger.debug("informer {}: watch ended without events, backing off", self.name)
+                logger.debug("informer {}: watch ended without events, backing off", self._label)
                 self._wait_backoff()
             except Gone as exc:
                 self.stats.relists_after_gone += 1
@@ -302,7 +311,7 @@ class SharedInformer:
                 need_list = True
                 logger.info(
                     "informer {}: resourceVersion {} is gone ({}); relisting",
-                    self.name,
+                    self._label,
                     self._last_rv,
                     exc.message or exc.reason,
                 )
@@ -313,21 +322,21 @@ class SharedInformer:
                 # presumed dead. Restarting costs one request; no backoff needed.
                 logger.info(
                     "informer {}: watch silent for {:.0f}s, restarting",
-                    self.name,
+                    self._label,
                     self.options.inactivity_timeout,
                 )
             except ApiError as exc:
                 self.stats.errors += 1
                 if self._stopping:
                     break
-                logger.warning("informer {}: list/watch failed: {}", self.name, exc)
+                logger.warning("informer {}: list/watch failed: {}", self._label, exc)
                 self._wait_backoff()
             except Exception as exc:
                 self.stats.errors += 1
                 if self._stopping:
                     break
                 logger.opt(exception=exc).error(
-                    "informer {}: unexpected list/watch error", self.name
+                    "informer {}: unexpected list/watch error", self._label
                 )
                 self._wait_backoff()
 
@@ -352,6 +361,7 @@ class SharedInformer:
                     field_selector=self.field_selector,
                     limit=limit,
                     continue_token=token,
+                    metadata_only=self.metadata_only,
                 )
             except Gone:
                 if token is None:
@@ -383,7 +393,7 @@ class SharedInformer:
                 key = meta_namespace_key(item)
             except ValueError as exc:
                 self.stats.malformed += 1
-                logger.warning("informer {}: skipping a listed object: {}", self.name, exc)
+                logger.warning("informer {}: skipping a listed object: {}", self._label, exc)
                 continue
             # List items of built-in kinds come without apiVersion/kind.
             item.setdefault("apiVersion", api_version)
@@ -418,7 +428,7 @@ class SharedInformer:
                 self._synced.set()
         logger.debug(
             "informer {}: listed {} objects at rv {} ({} changes)",
-            self.name,
+            self._label,
             len(fresh),
             rv,
             len(notes),
@@ -444,6 +454,7 @@ class SharedInformer:
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             read_timeout=inactivity,
+            metadata_only=self.metadata_only,
         )
         self.stats.watches += 1
         with self._cond:
@@ -464,7 +475,7 @@ class SharedInformer:
             clean = False
             logger.info(
                 "informer {}: watch dropped after {} events ({}); resuming at rv {}",
-                self.name,
+                self._label,
                 events,
                 exc.reason,
                 self._last_rv,
@@ -482,7 +493,7 @@ class SharedInformer:
             raise error_from_status(500, obj if isinstance(obj, Mapping) else None, "WatchError")
         if not isinstance(obj, dict):
             self.stats.malformed += 1
-            logger.warning("informer {}: {} event without an object", self.name, typ)
+            logger.warning("informer {}: {} event without an object", self._label, typ)
             return False
         rv = _resource_version(obj)
         if typ == "BOOKMARK":
@@ -494,7 +505,7 @@ class SharedInformer:
             key = meta_namespace_key(obj)
         except ValueError as exc:
             self.stats.malformed += 1
-            logger.warning("informer {}: skipping a {} event: {}", self.name, typ, exc)
+            logger.warning("informer {}: skipping a {} event: {}", self._label, typ, exc)
             if rv:
                 self._last_rv = rv
             return False
@@ -506,7 +517,7 @@ class SharedInformer:
                 self._indexer.delete(key)
                 note = (_DELETE, obj, None, ())
             else:
-                logger.warning("informer {}: ignoring a {!r} event", self.name, typ)
+                logger.warning("informer {}: ignoring a {!r} event", self._label, typ)
                 return False
             if rv:
                 self._last_rv = rv
@@ -579,7 +590,7 @@ class SharedInformer:
                 # A handler bug must not stop delivery to the others.
                 self.stats.handler_errors += 1
                 logger.opt(exception=exc).error(
-                    "informer {}: event handler {!r} failed", self.name, reg.handler
+                    "informer {}: event handler {!r} failed", self._label, reg.handler
                 )
 
     def _is_current(self, key: str, obj: Obj) -> bool:

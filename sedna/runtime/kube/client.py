@@ -20,6 +20,7 @@ from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 
 from .errors import ApiError, ReadTimeout, TransportError, error_from_status
+from .metadata import LIST_ACCEPT, OBJECT_ACCEPT, as_partial, as_partial_list
 from .resources import Resource
 from .watch import WatchStream
 
@@ -86,10 +87,21 @@ class KubeClient:
         body: Any = None,
         content_type: str | None = None,
         timeout: Timeout | None = None,
+        accept: str | None = None,
     ) -> dict[str, Any]:
-        """Send one request and return the parsed JSON body; errors raise ``ApiError``."""
+        """Send one request and return the parsed JSON body; errors raise ``ApiError``.
+
+        ``accept`` replaces the default ``application/json`` Accept header (e.g. to ask
+        for a ``PartialObjectMetadata`` conversion, see ``metadata``).
+        """
         resp = self._send(
-            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=timeout,
+            accept=accept,
         )
         try:
             data = resp.response.data
@@ -115,18 +127,23 @@ class KubeClient:
         query: Sequence[tuple[str, Any]],
         read_timeout: float | None,
         what: str,
+        metadata_only: bool = False,
     ) -> WatchStream:
-        """Start a streaming GET; an HTTP error status raises before any event."""
+        """Start a streaming GET; an HTTP error status raises before any event.
+
+        ``metadata_only`` asks for ``PartialObjectMetadata`` event objects (``metadata``).
+        """
         connect = self._connect_timeout()
         timeout: Timeout | None = (connect, read_timeout) if read_timeout else None
-        resp = self._send("GET", path, query=query, timeout=timeout, stream=True)
+        accept = OBJECT_ACCEPT if metadata_only else None
+        resp = self._send("GET", path, query=query, timeout=timeout, stream=True, accept=accept)
         if not 200 <= resp.status <= 299:
             try:
                 data = resp.response.data
             except (urllib3.exceptions.HTTPError, OSError):
                 data = b""
             raise error_from_status(resp.status, _parse(data), resp.reason or "")
-        return WatchStream(resp.response, what)
+        return WatchStream(resp.response, what, metadata_only=metadata_only)
 
     def _connect_timeout(self) -> float:
         t = self.request_timeout
@@ -142,8 +159,9 @@ class KubeClient:
         content_type: str | None = None,
         timeout: Timeout | None = None,
         stream: bool = False,
+        accept: str | None = None,
     ) -> rest.RESTResponse:
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept or "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
         # The body skips param_serialize (sanitize_for_serialization is a pure-Python
@@ -262,9 +280,14 @@ class ResourceClient:
             return namespace or None
         return None
 
-    def get(self, namespace: str | None, name: str) -> dict[str, Any]:
-        """GET one object."""
-        return self.client.request("GET", self.res.path(self._ns(namespace), name))
+    def get(
+        self, namespace: str | None, name: str, *, metadata_only: bool = False
+    ) -> dict[str, Any]:
+        """GET one object; ``metadata_only`` gets it as ``PartialObjectMetadata``."""
+        path = self.res.path(self._ns(namespace), name)
+        if not metadata_only:
+            return self.client.request("GET", path)
+        return as_partial(self.client.request("GET", path, accept=OBJECT_ACCEPT))
 
     def list(
         self,
@@ -275,8 +298,13 @@ class ResourceClient:
         resource_version: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
-        """LIST; the result keeps the server's ``metadata.resourceVersion`` for a watch."""
+        """LIST; the result keeps the server's ``metadata.resourceVersion`` for a watch.
+
+        ``metadata_only`` gets a ``PartialObjectMetadataList``: the list's metadata
+        (resourceVersion, continue) and each item's ``metadata``, nothing else.
+        """
         q = _selectors(label_selector, field_selector)
         if resource_version is not None:
             q.append(("resourceVersion", resource_version))
@@ -284,7 +312,10 @@ class ResourceClient:
             q.append(("limit", limit))
         if continue_token:
             q.append(("continue", continue_token))
-        return self.client.request("GET", self.res.path(self._ns(namespace)), query=q)
+        path = self.res.path(self._ns(namespace))
+        if not metadata_only:
+            return self.client.request("GET", path, query=q)
+        return as_partial_list(self.client.request("GET", path, query=q, accept=LIST_ACCEPT))
 
     def watch(
         self,
@@ -296,11 +327,14 @@ class ResourceClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         read_timeout: float | None = None,
+        metadata_only: bool = False,
     ) -> WatchStream:
         """Open a watch; ``read_timeout`` bounds the silence tolerated between bytes.
 
         ``timeout_seconds`` asks the server to end the stream cleanly, the read
         timeout catches connections that died without the server noticing.
+        ``metadata_only`` makes every event's object (bookmarks included) a
+        ``PartialObjectMetadata``; ERROR events keep their Status.
         """
         q: list[tuple[str, Any]] = [("watch", "true")]
         q += _selectors(label_selector, field_selector)
@@ -313,7 +347,11 @@ class ResourceClient:
         ns = self._ns(namespace)
         what = f"{self.res.group_resource} in {ns}" if ns else self.res.group_resource
         return self.client.open_watch(
-            self.res.path(ns), query=q, read_timeout=read_timeout, what=what
+            self.res.path(ns),
+            query=q,
+            read_timeout=read_timeout,
+            what=what,
+            metadata_only=metadata_only,
         )
 
     def create(self, namespace: str | None, body: Mapping[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import urllib3
 from loguru import logger
 
 from .errors import ReadTimeout, TransportError
+from .metadata import as_partial_event
 
 __all__ = ["WatchStream"]
 
@@ -33,9 +34,14 @@ class WatchStream:
     ``TransportError``.
     """
 
-    def __init__(self, response: urllib3.BaseHTTPResponse, what: str) -> None:
+    def __init__(
+        self, response: urllib3.BaseHTTPResponse, what: str, *, metadata_only: bool = False
+    ) -> None:
         self._resp = response
         self._what = what
+        # a metadata-only watch yields PartialObjectMetadata objects even if the
+        # server ignored the conversion (see ``metadata``)
+        self._metadata_only = metadata_only
         self._closed = False
         self._lock = threading.Lock()
         self._released = False
@@ -121,7 +127,7 @@ class WatchStream:
                 "watch {}: ignoring an event without a type: {!r}", self._what, line[:200]
             )
             return None
-        return event
+        return as_partial_event(event) if self._metadata_only else event
 
     def _finish(self) -> None:
         with self._lock:
