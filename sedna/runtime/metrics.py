@@ -36,6 +36,16 @@ class Metrics:
             ["kind"],
             registry=r,
         )
+        self.lc_messages_forgotten = Counter(
+            "lc_messages_forgotten",
+            "Downstream messages dropped because their node was forgotten "
+            "(reason node_deleted: its Node object was deleted; idle: disconnected and idle)",
+            ["reason"],
+            registry=r,
+        )
+        self.lc_queues_forgotten = Counter(
+            "lc_queues_forgotten", "Per-node downstream queues forgotten", ["reason"], registry=r
+        )
         self.lc_queue_depth = Gauge(
             "lc_queue_depth", "Downstream messages waiting per node", ["node"], registry=r
         )

@@ -14,21 +14,19 @@ two ways a node is forgotten:
 
 Either way the node's queue is retired (see `queues`), the dropped messages are
 counted in `lc_messages_forgotten_total{reason}` and the forgotten queues in
-`lc_queues_forgotten_total{reason}`. A message sent after the forgetting starts a new
-queue: it was sent about the cluster as it is now (a resync, a new job), so it is
-delivered when the node connects.
+`lc_queues_forgotten_total{reason}` (both in `Metrics`). A message sent after the
+forgetting starts a new queue: it was sent about the cluster as it is now (a resync,
+a new job), so it is delivered when the node connects.
 """
 
 from __future__ import annotations
 
 import enum
 import threading
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from loguru import logger
-from prometheus_client import CollectorRegistry, Counter
 
 from sedna.runtime.clock import Clock
 from sedna.runtime.informers.keys import DeletedFinalStateUnknown
@@ -44,48 +42,6 @@ class ForgetReason(enum.StrEnum):
 
     NODE_DELETED = "node_deleted"
     IDLE = "idle"
-
-
-class ForgetMetrics:
-    """The two forgetting families on one registry, shared by every layer that uses it.
-
-    They live here rather than in `Metrics`, as the workqueue families live with the
-    workqueue; one instance per registry, because prometheus_client refuses a name
-    registered twice and several layers may share one registry (tests, embedders).
-    """
-
-    _by_registry: weakref.WeakKeyDictionary[CollectorRegistry, ForgetMetrics] = (
-        weakref.WeakKeyDictionary()
-    )
-    _by_registry_lock = threading.Lock()
-
-    @classmethod
-    def for_registry(cls, registry: CollectorRegistry) -> ForgetMetrics:
-        with cls._by_registry_lock:
-            families = cls._by_registry.get(registry)
-            if families is None:
-                families = cls._by_registry[registry] = cls(registry)
-            return families
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.messages = Counter(
-            "lc_messages_forgotten",
-            "Downstream messages dropped because their node was forgotten "
-            "(reason node_deleted: its Node object was deleted; idle: disconnected and idle)",
-            ["reason"],
-            registry=registry,
-        )
-        self.queues = Counter(
-            "lc_queues_forgotten",
-            "Per-node downstream queues forgotten, by reason",
-            ["reason"],
-            registry=registry,
-        )
-
-    def count(self, reason: ForgetReason, messages: int) -> None:
-        self.queues.labels(reason=reason.value).inc()
-        if messages:
-            self.messages.labels(reason=reason.value).inc(messages)
 
 
 def _name_in(obj: object) -> str | None:

@@ -61,7 +61,6 @@ from sedna.runtime.messaging.auth import (
     token_valid,
 )
 from sedna.runtime.messaging.forgetting import (
-    ForgetMetrics,
     ForgetReason,
     IdleSweeper,
     NodeDeletionHandler,
@@ -172,7 +171,6 @@ class MessageLayer:
         self._settings = settings
         self._metrics = metrics
         self._clock: Clock = clock if clock is not None else RealClock()
-        self._forgotten = ForgetMetrics.for_registry(metrics.registry)
         self._idle_ttl = settings.idleQueueTTLSeconds
         self._sweeper: IdleSweeper | None = None
         self._reject_log_window = 60.0
@@ -414,7 +412,7 @@ class MessageLayer:
             logger.debug("node {} deleted; the message layer held nothing for it", node_name)
             return 0
         if q is not None:
-            self._forgotten.count(ForgetReason.NODE_DELETED, dropped)
+            self._count_forgotten(ForgetReason.NODE_DELETED, dropped)
         logger.info(
             "node {} deleted from the cluster: forgot its queue, dropped {} waiting message(s){}",
             node_name,
@@ -438,6 +436,11 @@ class MessageLayer:
                 q = NodeQueue(node, self._settings.maxQueuePerNode, gauge, self._clock.now)
                 self._queues[node] = q
             return q
+
+    def _count_forgotten(self, reason: ForgetReason, messages: int) -> None:
+        self._metrics.lc_queues_forgotten.labels(reason=reason.value).inc()
+        if messages:
+            self._metrics.lc_messages_forgotten.labels(reason=reason.value).inc(messages)
 
     def _forget_depth_series(self, node: str) -> None:
         """Drop the node's lc_queue_depth series (caller holds self._lock).
@@ -473,7 +476,7 @@ class MessageLayer:
                 self._forget_depth_series(node)
                 forgotten.append((node, dropped))
         for node, dropped in forgotten:
-            self._forgotten.count(ForgetReason.IDLE, dropped)
+            self._count_forgotten(ForgetReason.IDLE, dropped)
             logger.info(
                 "forgot the queue of node {}: disconnected and idle for {:g} s "
                 "(websocket.idleQueueTTLSeconds); dropped {} waiting message(s)",
