@@ -121,7 +121,16 @@ def test_a_cycle_completes_and_survives_a_restart(gm: GMProcess) -> None:
         assert reported, f"the LC never reported {stage}/Completed"
     infer = pods_of(kube, "inference")
     assert first_infer_name not in {p["metadata"]["name"] for p in infer}, "inference not restarted"
-    events = kube.resource(EVENTS).list(NS)["items"]
+    # The GM's event recorder writes Events on a thread of its own, after the change.
+    events = gm.wait_for(
+        lambda: [
+            e
+            for e in kube.resource(EVENTS).list(NS)["items"]
+            if e.get("involvedObject", {}).get("name") == JOB
+        ],
+        "an Event about the job",
+        30,
+    )
     assert any(e.get("involvedObject", {}).get("name") == JOB for e in events)
 
     before = conditions(kube)

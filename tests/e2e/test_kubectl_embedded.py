@@ -104,7 +104,19 @@ def test_get_shows_the_demo(gm: GMProcess, kubectl: Kubectl) -> None:
         "a train pod in `kubectl get pods`",
         30,
     )
-    out = kubectl("get", "il,pods,events")
+    # Events are written by the GM's recorder thread, and a Deploy replaces the inference
+    # pod (delete, then create): wait for one listing that shows all three.
+    wanted = (
+        "incrementallearningjob.sedna.io/helmet-detection-demo",
+        "pod/helmet-detection-demo-inference-",
+        "incrementallearningjob/helmet-detection-demo",
+    )
+
+    def listing() -> str | None:
+        text = kubectl("get", "il,pods,events")
+        return text if all(w in text for w in wanted) else None
+
+    out = gm.wait_for(listing, "the job, its inference pod and its events listed", 30)
     assert "incrementallearningjob.sedna.io/helmet-detection-demo" in out
     assert "pod/helmet-detection-demo-inference-" in out
     assert "incrementallearningjob/helmet-detection-demo" in out  # events name the job

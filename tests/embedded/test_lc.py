@@ -48,7 +48,25 @@ class GM:
 
     def restart(self) -> None:
         self.layer.stop()
-        self.layer = self._start(self.port)
+        self.layer = self.start_again()
+
+    def start_again(self) -> MessageLayer:
+        """A new layer on the port of the stopped one, where the LC redials.
+
+        The port was free a moment ago and is bound again now: meanwhile it may be held
+        for a moment, e.g. by an LC dial that the kernel gave that very port as its
+        local one. Retry until the deadline instead of failing on the first try.
+        """
+
+        def bind() -> MessageLayer | None:
+            try:
+                return self._start(self.port)
+            except RuntimeError as exc:
+                if "cannot listen" not in str(exc):
+                    raise
+                return None
+
+        return wait_for(bind, f"port {self.port} to be free again", timeout=30)
 
     def send(self, obj: dict[str, Any]) -> None:
         self.layer.send(NODE, "insert", obj)
@@ -215,7 +233,11 @@ def test_a_whole_cycle(gm: GM, lc: SimulatedLC, clock: FakeClock) -> None:
         "output": None,
     }
     assert gm.reports[0].node_name == NODE
-    ds_reports = [r.content for r in gm.reports if r.kind == "dataset"]
+    # Dataset reports go out first in a tick but are handled on the GM's dataset
+    # thread, not the job's: train/ready may be handled before any of them.
+    ds_reports = wait_for(
+        lambda: [r.content for r in gm.reports if r.kind == "dataset"], "a dataset report"
+    )
     assert ds_reports and ds_reports[-1]["numberOfSamples"] > 0
 
     history += [cond("Train", "Ready", {"input": ready["input"]}), cond("Train", "Starting"),
@@ -293,7 +315,7 @@ def test_reconnects_and_delivers_what_was_queued(gm: GM, lc: SimulatedLC) -> Non
     wait_for(lambda: not lc.connected.is_set(), "the LC to notice the GM is gone")
     lc.worker_finished(worker_pod("train"))
     wait_for(lambda: any(s[1].get("phase") == "train" for s in lc.sent), "a queued report")
-    gm.layer = gm._start(gm.port)
+    gm.layer = gm.start_again()
     wait_for(lc.connected.is_set, "the LC to reconnect")
     assert gm.report("train", "completed")["output"]["models"]
 

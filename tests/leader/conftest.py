@@ -88,7 +88,7 @@ class Harness:
     def leaders(self) -> list[str]:
         return [e.identity for e in self.electors if e.is_leader]
 
-    def settle(self, timeout: float = 5.0) -> None:
+    def settle(self, timeout: float = 30.0) -> None:
         """Wait (real time) until every live elector thread waits on the clock."""
         end = time.monotonic() + timeout
         while True:

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from support.waiting import wait_until
 
 from sedna.embedded.apiserver.faults import FaultInjector
 from sedna.runtime.config import LeaderElectionConfig
@@ -239,10 +240,8 @@ def test_stuck_leader_fails_liveness(harness: Harness) -> None:
     a = harness.elector("a", on_started=stuck)
     a.run()
     try:
-        for _ in range(500):  # real time: the thread is inside the callback, not on the clock
-            if a.is_leader:
-                break
-            release.wait(0.01)
+        # Real time: the thread ends up inside the callback, not on the clock.
+        wait_until(lambda: a.is_leader, timeout=30, what="a to lead")
         assert a.is_leader and a.check()
         harness.clock.step(15 + 20 + 1)
         assert not a.check()

@@ -17,6 +17,11 @@ from sedna.runtime.config import GMConfig
 from sedna.runtime.kube import LEASES, Conflict, KubeClient, NotFound
 
 LEASE = "sedna-gm"
+# Real time here. The renew deadline bounds real HTTP round trips to the test process's
+# own API server, so it must allow for a loaded machine: a leader that misses it steps
+# down and the manager exits (the retry period keeps takeovers quick).
+LEASE_DURATION = 4.0
+RENEW_DEADLINE = 3.0
 
 
 class FakeController:
@@ -56,9 +61,8 @@ def config(kubeconfig: Path, namespace: str, **election: Any) -> GMConfig:
                 "enabled": True,
                 "leaseName": LEASE,
                 "leaseNamespace": namespace,
-                # Real time here; short so the test is quick (lease written as 1 s).
-                "leaseDurationSeconds": 1.0,
-                "renewDeadlineSeconds": 0.5,
+                "leaseDurationSeconds": LEASE_DURATION,
+                "renewDeadlineSeconds": RENEW_DEADLINE,
                 "retryPeriodSeconds": 0.05,
                 **election,
             },
@@ -152,7 +156,7 @@ def test_controllers_start_only_when_leading_and_stop_on_lost_lease(
 
         # Someone else takes the Lease: renewals fail, the manager stops itself.
         hold_lease(kube, namespace, "usurper")
-        runner.join(timeout=10)
+        runner.join(timeout=RENEW_DEADLINE + 30)
         assert not runner.is_alive(), "manager did not stop after losing the lease"
         assert controller.calls == ["start", "stop"]
         assert registry.get_sample_value("leader_election_is_leader") == 0
@@ -184,7 +188,7 @@ def test_inconsistent_election_timings_fail_startup(
     kubeconfig: Path, namespace: str, plugin: ElectionPlugin
 ) -> None:
     manager = Manager(
-        config(kubeconfig, namespace, renewDeadlineSeconds=2.0),
+        config(kubeconfig, namespace, renewDeadlineSeconds=LEASE_DURATION + 1),
         extra_plugins={"ledemo": plugin},
         use_entry_points=False,
     )

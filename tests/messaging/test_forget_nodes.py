@@ -144,11 +144,17 @@ def test_deleting_a_node_drops_its_queue_and_counts_it(
     nodes.delete(gone)
 
     wait_until(lambda: gone not in layer.queued_nodes(), what="the deleted node forgotten")
+    # The informer's thread counts and logs just after it dropped the queue.
+    wait_until(lambda: forgotten_messages(metrics, "node_deleted") == 3, what="the count")
     assert forgotten_messages(metrics, "node_deleted") == 3
     assert forgotten_queues(metrics, "node_deleted") == 1
     assert depth_series(metrics, gone) is None  # no series left behind for a gone node
-    assert any(
-        line.startswith("INFO") and gone in line and "dropped 3 waiting message(s)" for line in logs
+    wait_until(
+        lambda: any(
+            line.startswith("INFO") and gone in line and "dropped 3 waiting message(s)"
+            for line in logs
+        ),
+        what="the log line",
     )
     # The other node's messages are untouched and still delivered in order.
     assert layer.queue_depth(kept) == 2
@@ -181,6 +187,8 @@ def test_a_connected_node_whose_node_object_is_deleted_is_disconnected(
     assert lc_gone.ws.close_code == 1000
     assert lc_gone.ws.close_reason == "node deleted from the cluster"
     wait_until(lambda: layer.connected_nodes() == [kept], what="the deleted node disconnected")
+    # The gauge is set just after the connection is unregistered, outside the lock.
+    wait_until(lambda: sample(metrics, "lc_connected_nodes") == 1, what="the gauge at 1")
     assert sample(metrics, "lc_connected_nodes") == 1
     assert forgotten_queues(metrics, "node_deleted") == 1
     assert forgotten_messages(metrics, "node_deleted") == 0  # its one message was delivered
@@ -203,6 +211,7 @@ def test_a_node_that_returns_gets_only_messages_sent_after_its_return(
     layer.send(name, "delete", obj("Model", "stale-2"))
     nodes.delete(name)
     wait_until(lambda: name not in layer.queued_nodes(), what="the deleted node forgotten")
+    wait_until(lambda: forgotten_messages(metrics, "node_deleted") == 2, what="the count")
 
     nodes.create(name)  # the same name, much later
     lc = FakeLC(layer.port, name)
@@ -250,6 +259,7 @@ def test_a_delete_missed_while_the_watch_was_down_forgets_the_node(
         informer_clock.step(60.0)
 
         wait_until(lambda: gone not in layer.queued_nodes(), what="the tombstone handled")
+        wait_until(lambda: forgotten_messages(metrics, "node_deleted") == 1, what="the count")
     finally:
         srv.faults.reset()
     assert informer.stats.relists_after_gone == 1
@@ -328,6 +338,7 @@ def test_the_runtime_container_wires_the_nodes_informer(
         layer.send(gone, "insert", obj("Model", "m"))
         nodes.delete(gone)
         wait_until(lambda: layer.queued_nodes() == [], what="forgotten through the container")
+        wait_until(lambda: forgotten_messages(c.metrics(), "node_deleted") == 1, what="the count")
         assert forgotten_messages(c.metrics(), "node_deleted") == 1
     finally:
         layer.stop()
@@ -361,20 +372,26 @@ def test_idle_ttl_forgets_only_disconnected_idle_queues(
     wait_until(lambda: forgotten_queues(metrics, "idle") == 1, what="the idle queue forgotten")
     assert layer.queued_nodes() == ["connected", "leaving", "recent"]
     assert layer.queue_depth("recent") == 2
+    # The sweeper counts the queue, then its messages, then logs: wait for the last two.
+    wait_until(lambda: forgotten_messages(metrics, "idle") == 1, what="its message counted")
     assert forgotten_messages(metrics, "idle") == 1
     assert depth_series(metrics, "idle") is None
-    assert any(
-        line.startswith("INFO")
-        and "node idle" in line
-        and "idleQueueTTLSeconds" in line
-        and "dropped 1 waiting message(s)" in line
-        for line in logs
+    wait_until(
+        lambda: any(
+            line.startswith("INFO")
+            and "node idle" in line
+            and "idleQueueTTLSeconds" in line
+            and "dropped 1 waiting message(s)" in line
+            for line in logs
+        ),
+        what="the log line",
     )
 
     assert clock.block_until_waiters(1)  # the sweeper sleeps again
     clock.step(100)  # t=215: "recent" and "leaving" are quiet since t=60
     wait_until(lambda: forgotten_queues(metrics, "idle") == 3, what="the other idle queues")
     assert layer.queued_nodes() == ["connected"]
+    wait_until(lambda: forgotten_messages(metrics, "idle") == 3, what="their messages counted")
     assert forgotten_messages(metrics, "idle") == 3
 
     # The connected node was never forgotten and its connection goes on.

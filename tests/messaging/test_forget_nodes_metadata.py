@@ -162,6 +162,11 @@ def test_a_missed_delete_reaches_the_layer_as_a_metadata_tombstone(
         srv.faults.gone_for_next_watches(1)  # the next watch gets 410 Gone: relist
         clock.step(60.0)
         wait_until(lambda: gone not in layer.queued_nodes(), what="the tombstone handled")
+        # Counted by the informer's thread just after it dropped the queue.
+        wait_until(
+            lambda: sample(metrics, "lc_messages_forgotten_total", reason="node_deleted") == 1,
+            what="the count",
+        )
     finally:
         srv.faults.reset()
         factory.stop()

@@ -64,7 +64,17 @@ def test_200_nodes_each_get_their_own_messages_only(
     wait_until(lambda: len(reports) == NODES, what="every report handled")
     assert sorted(r.node_name for r in reports) == names
     assert all(r.name == f"{r.node_name}-report" for r in reports)
+    # Each send is counted once the socket write returns, each report once it is queued
+    # for its handler (which may have finished first): both on the socket thread.
+    wait_until(
+        lambda: sample(metrics, "lc_messages_sent_total", kind="model") == NODES * PER_NODE,
+        what="every send counted",
+    )
     assert sample(metrics, "lc_messages_sent_total", kind="model") == NODES * PER_NODE
+    wait_until(
+        lambda: sample(metrics, "lc_messages_received_total", kind="model") == NODES,
+        what="every report counted",
+    )
     assert sample(metrics, "lc_messages_received_total", kind="model") == NODES
 
 

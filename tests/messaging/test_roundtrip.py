@@ -60,6 +60,12 @@ def test_lc_receives_job_and_model_and_reports_status(
     )
     assert sample(metrics, "lc_messages_sent_total", kind="incrementallearningjob") == 1
     assert sample(metrics, "lc_messages_sent_total", kind="model") == 1
+    # Counted by the socket thread after it queued the report, which the handler thread
+    # may take and finish first.
+    wait_until(
+        lambda: sample(metrics, "lc_messages_received_total", kind="incrementallearningjob") == 1,
+        what="the report counted",
+    )
     assert sample(metrics, "lc_messages_received_total", kind="incrementallearningjob") == 1
     assert sample(metrics, "lc_connected_nodes") == 1
     # The LC's initial bare header was accepted silently.
@@ -73,6 +79,8 @@ def test_lc_receives_job_and_model_and_reports_status(
     assert rejected == []
     lc.close()
     wait_until(lambda: layer.connected_nodes() == [], what="node disconnected")
+    # The gauge is set just after the connection is unregistered, outside the lock.
+    wait_until(lambda: sample(metrics, "lc_connected_nodes") == 0, what="the gauge at 0")
     assert sample(metrics, "lc_connected_nodes") == 0
 
 
