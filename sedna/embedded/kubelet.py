@@ -37,6 +37,7 @@ from typing import Any
 
 from loguru import logger
 
+from sedna.embedded.pod_logs import append_line, log_path
 from sedna.embedded.scheduler import Scheduler
 from sedna.runtime.clock import Clock, RealClock
 from sedna.runtime.kube import NODES, PODS, ApiError, KubeClient, NotFound
@@ -420,7 +421,16 @@ class SimulatedKubelet:
         """
         if _wants_real_run(p.obj):
             self._spawn(p)
-        elif runs_to_completion(p.obj):
+            return
+        for c in self._containers(p):
+            self._log(
+                p,
+                c,
+                f"[simulated kubelet] container {c.get('name')} started; image "
+                f"{c.get('image', '(none)')} is not run (annotation {SIMULATE_RUN_ANNOTATION}"
+                '="true" runs its command)',
+            )
+        if runs_to_completion(p.obj):
             lead = min(REPORT_LEAD_SECONDS, self.run_seconds)
             report_in = self.run_seconds - lead - already_ran
             if report_in >= 0:
@@ -444,9 +454,22 @@ class SimulatedKubelet:
             except Exception as exc:
                 logger.warning("{}/kubelet: worker report of {} failed: {}", self.node, p.key, exc)
 
+    def _log(self, p: _Pod, container: Mapping[str, Any], text: str) -> None:
+        """A line in a container's log, for `kubectl logs` (see `pod_logs`)."""
+        if self.log_dir is not None:
+            append_line(self.log_dir, p.namespace, p.name, str(container.get("name")), text)
+
     def _finish(self, p: _Pod, exit_code: int, message: str = "") -> None:
         if p.done or p.uid not in self._tracked:
             return
+        if not _wants_real_run(p.obj):
+            for c in self._containers(p):
+                self._log(
+                    p,
+                    c,
+                    f"[simulated kubelet] container {c.get('name')} exited with "
+                    f"code {exit_code}" + (f": {message}" if message else ""),
+                )
         now = _timestamp(self.clock)
         ok = exit_code == 0
         phase = "Succeeded" if ok else "Failed"
@@ -501,7 +524,8 @@ class SimulatedKubelet:
         out: Any = subprocess.DEVNULL
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
-            out = open(self.log_dir / f"{p.namespace}_{p.name}.log", "ab")  # noqa: SIM115
+            path = log_path(self.log_dir, p.namespace, p.name, str(c.get("name")))
+            out = open(path, "ab")  # noqa: SIM115
             p.log = out
         try:
             proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)

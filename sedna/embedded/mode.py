@@ -35,6 +35,7 @@ from sedna.runtime.kube import SECRETS, ApiError, KubeClient, api_client_from_co
 
 KUBECONFIG_NAME = "kubeconfig"
 STATE_DB_NAME = "state.db"
+LOGS_DIR_NAME = "logs"  # container logs: the kubelets write them, the server serves them
 TOKEN_FILE_NAME = "lc-token"
 
 
@@ -67,7 +68,7 @@ class EmbeddedMode:
         with contextlib.suppress(FileNotFoundError):
             self.kubeconfig.unlink()
         db = self.state_dir / STATE_DB_NAME
-        server = APIServer(s.address, s.port, db_path=db)
+        server = APIServer(s.address, s.port, db_path=db, pod_logs=self.state_dir / LOGS_DIR_NAME)
         try:
             server.start()
         except OSError as exc:
@@ -179,7 +180,7 @@ class EmbeddedMode:
                 pod_start_seconds=sim.podStartSeconds,
                 pod_run_seconds=sim.podRunSeconds,
                 on_worker_finished=lc.worker_finished,
-                log_dir=self.state_dir / "logs",
+                log_dir=self.state_dir / LOGS_DIR_NAME,
             )
             kubelet.start()
             lc.start()

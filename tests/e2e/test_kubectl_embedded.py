@@ -127,6 +127,24 @@ def test_get_shows_the_demo(gm: GMProcess, kubectl: Kubectl) -> None:
     )
 
 
+def test_logs_of_a_finished_worker(gm: GMProcess, kubectl: Kubectl) -> None:
+    """`kubectl logs` reaches the simulated kubelet's container log through the server."""
+
+    def finished_train_pod() -> str | None:
+        out = kubectl(
+            "get", "pods", "-o", "name",
+            "-l", "incrementallearningjob.sedna.io/worker-type=train",
+            "--field-selector", "status.phase=Succeeded",
+        )  # fmt: skip
+        return out.split()[0] if out.strip() else None
+
+    pod = gm.wait_for(finished_train_pod, "a finished train pod", 60)
+    log = kubectl("logs", pod)
+    assert "[simulated kubelet] container train-worker started" in log, log
+    assert log.splitlines()[-1].endswith("container train-worker exited with code 0"), log
+    assert kubectl("logs", pod, "--tail=1") == log.splitlines()[-1] + "\n"
+
+
 Doc = dict[str, Any]
 
 

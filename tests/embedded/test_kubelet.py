@@ -184,8 +184,21 @@ def test_opt_in_runs_the_command(harness: Harness, code: int, phase: str) -> Non
     term = pod["status"]["containerStatuses"][0]["state"]["terminated"]
     assert term["exitCode"] == code
     assert harness.reports == ([f"real-{code}:Running"] if code == 0 else [])
-    log = harness.kubelet.log_dir / f"{harness.ns}_real-{code}.log"  # type: ignore[operator]
+    log = harness.kubelet.log_dir / f"{harness.ns}_real-{code}_c.log"  # type: ignore[operator]
     assert log.read_text().strip() == "hello"
+
+
+def test_a_simulated_container_logs_its_start_and_exit(harness: Harness) -> None:
+    """What `kubectl logs` shows for a container the kubelet only pretends to run."""
+    harness.create("train-log")
+    harness.wait_phase("train-log", "Pending")
+    harness.step(1.0)
+    harness.wait_phase("train-log", "Running")
+    log = harness.kubelet.log_dir / f"{harness.ns}_train-log_c.log"  # type: ignore[operator]
+    assert "container c started; image example:1 is not run" in log.read_text()
+    harness.step(3.0)
+    harness.wait_phase("train-log", "Succeeded")
+    assert log.read_text().splitlines()[-1].endswith("container c exited with code 0")
 
 
 def test_deleted_pod_is_forgotten_and_its_process_killed(harness: Harness) -> None:

@@ -83,6 +83,16 @@ def _entry(rt: ResourceType) -> list[dict[str, Any]]:
                 "verbs": ["get", "patch", "update"],
             }
         )
+    if rt.key == ("", "pods"):
+        out.append(
+            {
+                "name": "pods/log",
+                "singularName": "",
+                "namespaced": True,
+                "kind": "Pod",
+                "verbs": ["get"],
+            }
+        )
     return out
 
 

@@ -15,7 +15,7 @@ from urllib.parse import unquote
 import orjson
 from aiohttp import web
 
-from . import discovery, errors, metadata_only, negotiation, pagination, protobuf, tables
+from . import discovery, errors, logs, metadata_only, negotiation, pagination, protobuf, tables
 from .errors import APIError
 from .negotiation import Target
 from .patches import (
@@ -27,7 +27,7 @@ from .patches import (
     merge_patch,
     strategic_merge,
 )
-from .resources import CRD_KEY, ResourceType
+from .resources import CRD_KEY, POD_KEY, ResourceType
 from .selectors import combine, parse_field_selector, parse_label_selector
 from .watch import Watcher, translate
 
@@ -156,6 +156,16 @@ class Handlers:
         rt = self.registry.get(group, version, plural)
         if rt is None or (ns is not None and not rt.namespaced):
             raise _page_not_found()
+        if sub == "log" and rt.key == POD_KEY and name is not None and ns is not None:
+            if request.method != "GET":
+                raise APIError(
+                    405, "MethodNotAllowed", "the server does not allow this method on pods/log"
+                )
+            await self._faults("get", "pods/log")
+            pod = self.ops.get(rt, ns, name)
+            return await logs.serve_log(
+                request, pod, self.srv.pod_logs, lambda: self.ops.store.get(POD_KEY, ns, name)
+            )
         if (
             sub is not None
             and not (sub == "status" and rt.status_subresource)

@@ -158,6 +158,7 @@ BUILTINS: tuple[ResourceType, ...] = (
 
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 NAMESPACE_KEY = ("", "namespaces")
+POD_KEY = ("", "pods")
 
 # The version a group is preferred at in discovery when it is served at several.
 PREFERRED = {"autoscaling": "v2"}

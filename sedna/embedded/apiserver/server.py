@@ -52,8 +52,11 @@ class APIServer:
         *,
         db_path: str | Path | None = None,
         history: int = 1000,
+        pod_logs: Path | None = None,
     ) -> None:
         self.host = host
+        # where the kubelet's container logs are (`sedna.embedded.pod_logs`); None: no kubelet
+        self.pod_logs = pod_logs
         self._port = port
         self.faults = FaultInjector()
         self.registry = Registry()

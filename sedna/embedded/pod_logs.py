@@ -1,0 +1,27 @@
+"""Container logs: written by the simulated kubelet, served by the API server.
+
+A real API server answers `kubectl logs` by proxying pods/log to the kubelet of the
+pod's node. The embedded kubelet and server live in one process and share a
+directory instead (`<stateDir>/logs`): one file per container, named
+`<namespace>_<pod>_<container>.log`. Object names are DNS labels or subdomains and
+never hold "_", so the name cannot be ambiguous.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+
+def log_path(log_dir: Path, namespace: str, pod: str, container: str) -> Path:
+    """Where the log of one container of one pod lives."""
+    return log_dir / f"{namespace}_{pod}_{container}.log"
+
+
+def append_line(log_dir: Path, namespace: str, pod: str, container: str, text: str) -> None:
+    """Add a line to a container's log; a log that cannot be written is not worth a
+    failed pod (the kubelet goes on, as a real one does when its disk is full)."""
+    with contextlib.suppress(OSError):
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with open(log_path(log_dir, namespace, pod, container), "a", encoding="utf-8") as f:
+            f.write(text.rstrip("\n") + "\n")
