@@ -7,6 +7,7 @@ status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import signal
 import sys
@@ -108,6 +109,9 @@ def _run(config: GMConfig, source: str) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    # `kill -USR1 <pid>` writes every thread's stack to stderr (Go's SIGQUIT dump):
+    # what an operator needs from a GM that hangs, without stopping it.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         if config.embedded.enabled:
             from sedna.embedded.mode import EmbeddedMode  # only imported when asked for

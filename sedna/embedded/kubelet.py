@@ -407,6 +407,16 @@ class SimulatedKubelet:
     def _set_running(self, p: _Pod) -> None:
         if p.done or p.uid not in self._tracked:
             return
+        if not _wants_real_run(p.obj):
+            # Before the status write: whoever sees the pod Running finds the line.
+            for c in self._containers(p):
+                self._log(
+                    p,
+                    c,
+                    f"[simulated kubelet] container {c.get('name')} started; image "
+                    f"{c.get('image', '(none)')} is not run (annotation "
+                    f'{SIMULATE_RUN_ANNOTATION}="true" runs its command)',
+                )
         if not self._write_status(p, self._running_status(p, _timestamp(self.clock))):
             return
         logger.info("{}/kubelet: pod {} Running", self.node, p.key)
@@ -421,16 +431,7 @@ class SimulatedKubelet:
         """
         if _wants_real_run(p.obj):
             self._spawn(p)
-            return
-        for c in self._containers(p):
-            self._log(
-                p,
-                c,
-                f"[simulated kubelet] container {c.get('name')} started; image "
-                f"{c.get('image', '(none)')} is not run (annotation {SIMULATE_RUN_ANNOTATION}"
-                '="true" runs its command)',
-            )
-        if runs_to_completion(p.obj):
+        elif runs_to_completion(p.obj):
             lead = min(REPORT_LEAD_SECONDS, self.run_seconds)
             report_in = self.run_seconds - lead - already_ran
             if report_in >= 0:

@@ -55,6 +55,24 @@ def base_config(apiserver: Any, tmp_path: Path) -> dict[str, Any]:
     }
 
 
+def _communicate_or_dump(proc: subprocess.Popen[str], lines: list[str], timeout: float) -> str:
+    """The GM's remaining output once it exits; if it does not, fail with the stack of
+    every thread (SIGUSR1, see the CLI) so a hang says where it is."""
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return out
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        proc.kill()
+        out, _ = proc.communicate()
+        raise AssertionError(
+            f"the GM did not stop within {timeout:g} s; output and thread stacks:\n"
+            + "".join(lines)
+            + out
+        ) from None
+
+
 def test_runs_serves_health_and_stops_cleanly_on_sigterm(apiserver: Any, tmp_path: Path) -> None:
     config = base_config(apiserver, tmp_path)
     config["features"] = {}  # every installed feature runs
@@ -78,7 +96,7 @@ def test_runs_serves_health_and_stops_cleanly_on_sigterm(apiserver: Any, tmp_pat
         assert "workqueue_adds_total" in metrics
         assert "# TYPE controller_reconcile_time_seconds histogram" in metrics
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=30)
+        out = _communicate_or_dump(proc, lines, 30)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -86,6 +104,23 @@ def test_runs_serves_health_and_stops_cleanly_on_sigterm(apiserver: Any, tmp_pat
     assert proc.returncode == 0, "".join(lines)
     assert "received SIGTERM, stopping" in out
     assert "Traceback" not in "".join(lines)
+
+
+def test_sigusr1_dumps_every_thread_and_the_gm_goes_on(apiserver: Any, tmp_path: Path) -> None:
+    proc = start_gm(base_config(apiserver, tmp_path), tmp_path)
+    lines: list[str] = []
+    try:
+        read_until(proc, r"sedna-gm started", lines)
+        proc.send_signal(signal.SIGUSR1)
+        read_until(proc, r'File ".*manager\.py", line \d+ in run', lines)
+        proc.send_signal(signal.SIGTERM)
+        out = _communicate_or_dump(proc, lines, 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    dump = "".join(lines)
+    assert "Thread 0x" in dump and "informer" in dump, dump
+    assert proc.returncode == 0, dump + out
 
 
 def test_sigint_also_exits_zero_and_json_logs_are_one_object_per_line(
@@ -98,7 +133,7 @@ def test_sigint_also_exits_zero_and_json_logs_are_one_object_per_line(
     try:
         read_until(proc, r"sedna-gm started", lines)
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
+        out = _communicate_or_dump(proc, lines, 30)
     finally:
         if proc.poll() is None:
             proc.kill()
