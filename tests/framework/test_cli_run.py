@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,9 @@ def base_config(apiserver: Any, tmp_path: Path) -> dict[str, Any]:
     apiserver.write_kubeconfig(kubeconfig)
     return {
         "kubeConfig": str(kubeconfig),
+        # A namespace of its own: a GM with every feature on would otherwise reconcile
+        # the jobs of tests running beside it on the shared server.
+        "namespace": f"cli-{uuid.uuid4().hex[:10]}",
         "websocket": {"address": "127.0.0.1", "port": 0, "auth": "none"},
         "metrics": {"address": "127.0.0.1", "port": 0},
         "features": {"incremental_learning": {"enabled": False}},
