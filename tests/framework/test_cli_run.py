@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -17,32 +20,89 @@ from typing import Any
 import yaml
 
 
-def start_gm(config: dict[str, Any], tmp_path: Path) -> subprocess.Popen[str]:
-    path = tmp_path / "gm.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return subprocess.Popen(
-        [sys.executable, "-m", "sedna.cli", "--config", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+class GM:
+    """`sedna-gm --config` as a subprocess, its merged output read by a thread.
 
+    Every wait has a deadline: a GM that goes quiet fails the test with what it wrote
+    (a blocking readline would hang until pytest's timeout, saying nothing).
+    """
 
-def read_until(
-    proc: subprocess.Popen[str], pattern: str, lines: list[str], timeout: float = 30
-) -> re.Match[str]:
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        found = re.search(pattern, line)
-        if found:
-            return found
-    raise AssertionError(f"{pattern!r} not seen; output:\n{''.join(lines)}")
+    def __init__(self, config: dict[str, Any], tmp_path: Path) -> None:
+        path = tmp_path / "gm.yaml"
+        path.write_text(yaml.safe_dump(config))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sedna.cli", "--config", str(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._eof = False
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def _next(self, deadline: float) -> str | None:
+        """The next line, None at the end of output; raises queue.Empty at the deadline."""
+        if self._eof:
+            return None
+        line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+        if line is None:
+            self._eof = True
+        else:
+            self.lines.append(line)
+        return line
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def until(self, pattern: str, timeout: float = 30) -> re.Match[str]:
+        """The first line of output so far, or to come, that matches `pattern`."""
+        for line in self.lines:
+            if found := re.search(pattern, line):
+                return found
+        deadline = time.monotonic() + timeout
+        try:
+            while (line := self._next(deadline)) is not None:
+                if found := re.search(pattern, line):
+                    return found
+        except queue.Empty:
+            pass
+        raise AssertionError(f"{pattern!r} not seen; output:\n{self.output}")
+
+    def stopped(self, sig: signal.Signals, timeout: float = 30) -> int:
+        """Send `sig`, wait for the exit and the end of output; return the exit code.
+
+        A GM that does not stop fails with the stack of every thread (SIGUSR1, see the
+        CLI), so a hang says where it is.
+        """
+        self.proc.send_signal(sig)
+        deadline = time.monotonic() + timeout
+        try:
+            while self._next(deadline) is not None:
+                pass
+            return self.proc.wait(max(0.1, deadline - time.monotonic()))
+        except (queue.Empty, subprocess.TimeoutExpired):
+            self.proc.send_signal(signal.SIGUSR1)
+            with contextlib.suppress(queue.Empty):
+                while self._next(time.monotonic() + 2) is not None:
+                    pass
+            raise AssertionError(
+                f"the GM did not stop within {timeout:g} s; output and thread stacks:\n"
+                + self.output
+            ) from None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def base_config(apiserver: Any, tmp_path: Path) -> dict[str, Any]:
@@ -59,32 +119,13 @@ def base_config(apiserver: Any, tmp_path: Path) -> dict[str, Any]:
     }
 
 
-def _communicate_or_dump(proc: subprocess.Popen[str], lines: list[str], timeout: float) -> str:
-    """The GM's remaining output once it exits; if it does not, fail with the stack of
-    every thread (SIGUSR1, see the CLI) so a hang says where it is."""
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return out
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGUSR1)
-        time.sleep(1)
-        proc.kill()
-        out, _ = proc.communicate()
-        raise AssertionError(
-            f"the GM did not stop within {timeout:g} s; output and thread stacks:\n"
-            + "".join(lines)
-            + out
-        ) from None
-
-
 def test_runs_serves_health_and_stops_cleanly_on_sigterm(apiserver: Any, tmp_path: Path) -> None:
     config = base_config(apiserver, tmp_path)
     config["features"] = {}  # every installed feature runs
-    proc = start_gm(config, tmp_path)
-    lines: list[str] = []
+    gm = GM(config, tmp_path)
     try:
-        port = int(read_until(proc, r"serving /metrics.* on 127\.0\.0\.1:(\d+)", lines)[1])
-        read_until(proc, r"sedna-gm started", lines)
+        port = int(gm.until(r"serving /metrics.* on 127\.0\.0\.1:(\d+)")[1])
+        gm.until(r"sedna-gm started")
         base = f"http://127.0.0.1:{port}"
         with urllib.request.urlopen(base + "/healthz", timeout=5) as r:
             assert r.status == 200
@@ -99,32 +140,26 @@ def test_runs_serves_health_and_stops_cleanly_on_sigterm(apiserver: Any, tmp_pat
         assert 'workqueue_depth{name="IncrementalLearningJob"}' in metrics
         assert "workqueue_adds_total" in metrics
         assert "# TYPE controller_reconcile_time_seconds histogram" in metrics
-        proc.send_signal(signal.SIGTERM)
-        out = _communicate_or_dump(proc, lines, 30)
+        code = gm.stopped(signal.SIGTERM)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    lines.append(out)
-    assert proc.returncode == 0, "".join(lines)
-    assert "received SIGTERM, stopping" in out
-    assert "Traceback" not in "".join(lines)
+        gm.kill()
+    assert code == 0, gm.output
+    assert "received SIGTERM, stopping" in gm.output
+    assert "Traceback" not in gm.output
 
 
 def test_sigusr1_dumps_every_thread_and_the_gm_goes_on(apiserver: Any, tmp_path: Path) -> None:
-    proc = start_gm(base_config(apiserver, tmp_path), tmp_path)
-    lines: list[str] = []
+    gm = GM(base_config(apiserver, tmp_path), tmp_path)
     try:
-        read_until(proc, r"sedna-gm started", lines)
-        proc.send_signal(signal.SIGUSR1)
-        read_until(proc, r'File ".*manager\.py", line \d+ in run', lines)
-        proc.send_signal(signal.SIGTERM)
-        out = _communicate_or_dump(proc, lines, 30)
+        gm.until(r"sedna-gm started")
+        gm.proc.send_signal(signal.SIGUSR1)
+        gm.until(r"^Current thread 0x")
+        gm.until(r'File ".*informer\.py", line \d+ in ')  # the informers' threads too
+        code = gm.stopped(signal.SIGTERM)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    dump = "".join(lines)
-    assert "Thread 0x" in dump and "informer" in dump, dump
-    assert proc.returncode == 0, dump + out
+        gm.kill()
+    assert code == 0, gm.output
+    assert "received SIGTERM, stopping" in gm.output
 
 
 def test_sigint_also_exits_zero_and_json_logs_are_one_object_per_line(
@@ -132,19 +167,16 @@ def test_sigint_also_exits_zero_and_json_logs_are_one_object_per_line(
 ) -> None:
     config = base_config(apiserver, tmp_path)
     config["logging"] = {"format": "json", "level": "DEBUG"}
-    proc = start_gm(config, tmp_path)
-    lines: list[str] = []
+    gm = GM(config, tmp_path)
     try:
-        read_until(proc, r"sedna-gm started", lines)
-        proc.send_signal(signal.SIGINT)
-        out = _communicate_or_dump(proc, lines, 30)
+        gm.until(r"sedna-gm started")
+        code = gm.stopped(signal.SIGINT)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0
-    bad = [x for x in (*lines, *out.splitlines()) if x.strip() and not x.startswith("{")]
+        gm.kill()
+    assert code == 0, gm.output
+    bad = [x for x in gm.lines if x.strip() and not x.startswith("{")]
     assert not bad, "\n".join(bad)
-    records = [json.loads(line) for line in (*lines, *out.splitlines()) if line.strip()]
+    records = [json.loads(line) for line in gm.lines if line.strip()]
     assert {"time", "level", "message"} <= set(records[0])
     assert any(r["message"] == "received SIGINT, stopping" for r in records)
     # Libraries' standard-logging records (websockets, asyncio at DEBUG) arrive as JSON too.
