@@ -18,9 +18,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from sedna.embedded.apiserver import APIServer
-from sedna.runtime import RuntimeContainer
 from sedna.runtime.clock import FakeClock
-from sedna.runtime.config import ConfigError, GMConfig, load_config
+from sedna.runtime.config import ConfigError, load_config
 from sedna.runtime.informers import (
     DeletedFinalStateUnknown,
     InformerOptions,
@@ -309,40 +308,6 @@ def test_tombstones_and_malformed_node_events(
     lc = FakeLC(layer.port, "c")
     assert names_of(lc, 1) == ["m-c"]
     lc.close()
-
-
-def test_the_runtime_container_wires_the_nodes_informer(
-    apiserver: Any, nodes: Nodes, tmp_path: Path
-) -> None:
-    """RuntimeContainer builds the layer on the shared informers: deletions reach it."""
-    kubeconfig = getattr(apiserver, "kubeconfig", None)
-    if kubeconfig is None:
-        kubeconfig = str(tmp_path / "kubeconfig")
-        apiserver.write_kubeconfig(Path(kubeconfig))
-    config = GMConfig.model_validate(
-        {
-            "kubeConfig": kubeconfig,
-            "minResyncPeriodSeconds": 3600,
-            "websocket": {"address": "127.0.0.1", "port": 0, "auth": "none"},
-        }
-    )
-    c = RuntimeContainer(config=config)
-    layer = c.message_layer()
-    informers = c.informers()
-    assert [i.name for i in informers.informers] == ["nodes"]  # built with the layer
-    gone = nodes.create(nodes.name("gone"))
-    try:
-        informers.start()
-        assert informers.wait_for_cache_sync(10)
-        layer.start()
-        layer.send(gone, "insert", obj("Model", "m"))
-        nodes.delete(gone)
-        wait_until(lambda: layer.queued_nodes() == [], what="forgotten through the container")
-        wait_until(lambda: forgotten_messages(c.metrics(), "node_deleted") == 1, what="the count")
-        assert forgotten_messages(c.metrics(), "node_deleted") == 1
-    finally:
-        layer.stop()
-        informers.stop()
 
 
 # ---- idle TTL ---------------------------------------------------------------------------
