@@ -1,10 +1,14 @@
-"""Fixtures: a started MessageLayer on a free port, its metrics, and captured loguru output."""
+"""Fixtures: a started MessageLayer on a free port, its metrics, captured loguru output,
+and Node objects on the API server."""
 
 from __future__ import annotations
 
+import contextlib
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import kubernetes
 import pytest
 from loguru import logger
 
@@ -66,3 +70,44 @@ def logs() -> Iterator[list[str]]:
     )
     yield lines
     logger.remove(sink_id)
+
+
+class Nodes:
+    """Node objects of one test, created and deleted through the official client."""
+
+    def __init__(self, api_client: kubernetes.client.ApiClient) -> None:
+        self.core = kubernetes.client.CoreV1Api(api_client)
+        self.created: list[str] = []
+        self._prefix = f"edge-{uuid.uuid4().hex[:8]}"
+
+    def name(self, suffix: str) -> str:
+        return f"{self._prefix}-{suffix}"
+
+    def create(self, name: str, *, heavy: bool = False) -> str:
+        """`heavy`: with a status as big as a real kubelet's (images, conditions)."""
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
+        if heavy:
+            body["status"] = {
+                "images": [
+                    {"names": [f"registry/img-{i}:v1"], "sizeBytes": 10**8} for i in range(40)
+                ],
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            }
+        self.core.create_node(body)
+        self.created.append(name)
+        return name
+
+    def delete(self, name: str) -> None:
+        self.core.delete_node(name)
+
+    def cleanup(self) -> None:
+        for name in self.created:
+            with contextlib.suppress(kubernetes.client.ApiException):
+                self.core.delete_node(name)
+
+
+@pytest.fixture()
+def nodes(api_client: kubernetes.client.ApiClient) -> Iterator[Nodes]:
+    n = Nodes(api_client)
+    yield n
+    n.cleanup()

@@ -7,8 +7,6 @@ websocket clients. Idle forgetting runs on a FakeClock: time moves only by `step
 
 from __future__ import annotations
 
-import contextlib
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +31,7 @@ from sedna.runtime.messaging.queues import NodeQueue, Outgoing, QueueRetired
 from sedna.runtime.messaging.wire import Header
 from sedna.runtime.metrics import Metrics
 
-from .conftest import LayerFactory
+from .conftest import LayerFactory, Nodes
 from .helpers import FakeLC, obj, sample, wait_until
 
 TTL = 100.0
@@ -51,39 +49,6 @@ def forgotten_queues(metrics: Metrics, reason: str) -> float:
 
 def depth_series(metrics: Metrics, node: str) -> float | None:
     return metrics.registry.get_sample_value("lc_queue_depth", {"node": node})
-
-
-class Nodes:
-    """Node objects of one test, created and deleted through the official client."""
-
-    def __init__(self, api_client: kubernetes.client.ApiClient) -> None:
-        self.core = kubernetes.client.CoreV1Api(api_client)
-        self.created: list[str] = []
-        self._prefix = f"edge-{uuid.uuid4().hex[:8]}"
-
-    def name(self, suffix: str) -> str:
-        return f"{self._prefix}-{suffix}"
-
-    def create(self, name: str) -> str:
-        body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
-        self.core.create_node(body)
-        self.created.append(name)
-        return name
-
-    def delete(self, name: str) -> None:
-        self.core.delete_node(name)
-
-    def cleanup(self) -> None:
-        for name in self.created:
-            with contextlib.suppress(kubernetes.client.ApiException):
-                self.core.delete_node(name)
-
-
-@pytest.fixture()
-def nodes(api_client: kubernetes.client.ApiClient) -> Iterator[Nodes]:
-    n = Nodes(api_client)
-    yield n
-    n.cleanup()
 
 
 @pytest.fixture()

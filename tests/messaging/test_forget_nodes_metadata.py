@@ -7,14 +7,10 @@ images or conditions). Real container, real in-process API server, real LCs.
 
 from __future__ import annotations
 
-import contextlib
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import kubernetes
-import pytest
 
 from sedna.embedded.apiserver import APIServer
 from sedna.runtime import RuntimeContainer
@@ -29,7 +25,7 @@ from sedna.runtime.informers import (
 from sedna.runtime.kube import NODES, KubeClient
 from sedna.runtime.metrics import Metrics
 
-from .conftest import LayerFactory
+from .conftest import LayerFactory, Nodes
 from .helpers import FakeLC, obj, sample, wait_until
 
 
@@ -39,40 +35,6 @@ def is_partial(o: Any) -> bool:
         and set(o) == {"apiVersion", "kind", "metadata"}
         and o["kind"] == "PartialObjectMetadata"
     )
-
-
-class Nodes:
-    """Node objects with a heavy status, created and deleted through the official client."""
-
-    def __init__(self, api_client: kubernetes.client.ApiClient) -> None:
-        self.core = kubernetes.client.CoreV1Api(api_client)
-        self.prefix = f"edge-{uuid.uuid4().hex[:8]}"
-        self.created: list[str] = []
-
-    def create(self, suffix: str) -> str:
-        name = f"{self.prefix}-{suffix}"
-        status = {
-            "images": [{"names": [f"registry/img-{i}:v1"], "sizeBytes": 10**8} for i in range(40)],
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-        }
-        self.core.create_node({"metadata": {"name": name}, "status": status})
-        self.created.append(name)
-        return name
-
-    def delete(self, name: str) -> None:
-        self.core.delete_node(name)
-
-    def cleanup(self) -> None:
-        for name in self.created:
-            with contextlib.suppress(kubernetes.client.ApiException):
-                self.core.delete_node(name)
-
-
-@pytest.fixture()
-def nodes(api_client: kubernetes.client.ApiClient) -> Iterator[Nodes]:
-    n = Nodes(api_client)
-    yield n
-    n.cleanup()
 
 
 def test_the_container_gives_the_layer_a_metadata_only_node_informer(
@@ -95,8 +57,8 @@ def test_the_container_gives_the_layer_a_metadata_only_node_informer(
     (informer,) = informers.informers  # built with the layer
     assert informer.resource == NODES and informer.metadata_only
     assert informers.informer(NODES, metadata_only=True) is informer
-    gone = nodes.create("gone")
-    kept = nodes.create("kept")
+    gone = nodes.create(nodes.name("gone"), heavy=True)
+    kept = nodes.create(nodes.name("kept"), heavy=True)
     try:
         informers.start()
         assert informers.wait_for_cache_sync(10)
@@ -129,8 +91,8 @@ def test_a_missed_delete_reaches_the_layer_as_a_metadata_tombstone(
     embedded_apiserver: APIServer,
 ) -> None:
     srv = embedded_apiserver
-    gone = nodes.create("gone")
-    kept = nodes.create("kept")
+    gone = nodes.create(nodes.name("gone"), heavy=True)
+    kept = nodes.create(nodes.name("kept"), heavy=True)
     layer = make_layer()
     clock = FakeClock()  # the informer's backoff; the layer has its own clock
     factory = SharedInformerFactory(
@@ -152,7 +114,7 @@ def test_a_missed_delete_reaches_the_layer_as_a_metadata_tombstone(
         # The live stream ends after the next event and the re-watch fails, so the
         # informer waits in its backoff (on its fake clock) and sees nothing meanwhile.
         srv.faults.fail(500, verbs=["watch"], resources=["nodes"], count=1)
-        nodes.create("trigger")
+        nodes.create(nodes.name("trigger"), heavy=True)
         assert clock.block_until_waiters(1)
         srv.faults.close_watches_after(None)
 
