@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import kubernetes
 import pytest
 from loguru import logger
+from support.waiting import poll
 
 from sedna.embedded.apiserver import APIServer
 from sedna.embedded.apiserver.faults import FaultInjector
@@ -90,14 +90,12 @@ class Harness:
 
     def settle(self, timeout: float = 30.0) -> None:
         """Wait (real time) until every live elector thread waits on the clock."""
-        end = time.monotonic() + timeout
-        while True:
+
+        def settled() -> bool:
             alive = sum(1 for e in self.electors if e.running)
-            if self.clock.waiter_count() >= alive:
-                return
-            if time.monotonic() > end:
-                raise AssertionError("elector threads did not settle")
-            time.sleep(0.001)
+            return self.clock.waiter_count() >= alive
+
+        poll(settled, timeout, interval=0.001, failure="elector threads did not settle")
 
     def drive(self, until: Callable[[], bool], *, step: float = 1.0, limit: float = 120.0) -> None:
         """Step virtual time, one quiescent check per step, until `until()` holds."""

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from dependency_injector import providers
+from support.waiting import poll
 
 from sedna.manager import Manager, StartupError
 from sedna.runtime import ControllerContext, Feature, RuntimeContainer, hookimpl
@@ -71,10 +71,7 @@ def config(kubeconfig: Path, namespace: str, **election: Any) -> GMConfig:
 
 
 def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    end = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < end, "condition not reached"
-        time.sleep(0.01)
+    poll(check, timeout, interval=0.01, failure="condition not reached")
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ from __future__ import annotations
 import base64
 import json
 import ssl
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from support.waiting import poll
 from websockets.sync.client import ClientConnection, connect
 
 from sedna.runtime.metrics import Metrics
@@ -24,11 +24,7 @@ GO_HELLO = '{"namespace":"","resourceKind":"","resourceName":"","operation":""}'
 
 def wait_until(pred: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
     """Poll until pred() holds; fail the test after timeout (a deadline, not a timing assert)."""
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
+    poll(pred, timeout, interval=0.005, failure=f"timed out waiting for {what}")
 
 
 def sample(metrics: Metrics, name: str, **labels: str) -> float:

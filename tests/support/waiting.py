@@ -7,16 +7,23 @@ from collections.abc import Callable
 from typing import Any
 
 
-def poll(pred: Callable[[], Any], timeout: float, *, interval: float, failure: str) -> Any:
+def poll(
+    pred: Callable[[], Any],
+    timeout: float,
+    *,
+    interval: float,
+    failure: str | Callable[[Any], str],
+) -> Any:
     """Call pred() every `interval` seconds until it is truthy and return that value;
-    raise AssertionError(failure) once `timeout` seconds have passed without."""
+    raise AssertionError(failure) once `timeout` seconds have passed without
+    (`failure` may be a function of pred()'s last value, to show what was seen)."""
     deadline = time.monotonic() + timeout
     while True:
         value = pred()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(failure)
+            raise AssertionError(failure(value) if callable(failure) else failure)
         time.sleep(interval)
 
 
