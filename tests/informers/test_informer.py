@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
+from sedna.embedded.apiserver import APIServer
 from sedna.runtime.clock import FakeClock
 from sedna.runtime.informers import (
     CacheMutationError,
     ResourceEventHandlerFuncs,
     SharedInformerFactory,
 )
-from sedna.runtime.kube import CONFIGMAPS, MODELS, NAMESPACES, PODS, KubeClient
+from sedna.runtime.kube import CONFIGMAPS, MODELS, NAMESPACES, PODS, ApiError, KubeClient
 
 from .helpers import Recorder, pod, wait_until
 
@@ -249,3 +250,25 @@ def test_watch_stream_without_a_name_does_not_crash(
     wait_until(lambda: rec.ops() == [("add", "good")], what="the good object")
     assert inf.stats.malformed == 1
     assert inf.stats.watches == 1  # the stream went on
+
+
+def test_get_or_read_confirms_a_cache_miss_with_the_server(
+    kube: KubeClient, make_factory: Factory, srv: APIServer, namespace: str
+) -> None:
+    """What handlers use when another resource's cache may not have synced yet."""
+    pods = kube.resource(PODS)
+    pods.create(namespace, pod("p"))
+    f = make_factory(namespace=namespace)
+    inf = f.informer(PODS)  # not started: every look-up misses the cache
+    read = inf.get_or_read(namespace, "p")
+    assert read is not None and read["metadata"]["name"] == "p"
+    assert inf.lister.get(namespace, "p") is None  # a read does not fill the cache
+    assert inf.get_or_read(namespace, "absent") is None
+    # Any other error is the caller's to handle.
+    srv.faults.fail(503, verbs=["get"], resources=["pods"], count=1)
+    with pytest.raises(ApiError) as info:
+        inf.get_or_read(namespace, "absent")
+    assert info.value.status == 503
+    f.start()
+    assert f.wait_for_cache_sync(5)
+    assert inf.get_or_read(namespace, "p") is inf.lister.get(namespace, "p")  # a cache hit

@@ -63,6 +63,7 @@ from sedna.runtime import (
     NotFound,
     ResourceEventHandlerFuncs,
     Result,
+    SharedInformer,
     UpstreamMessage,
     WorkerError,
     WorkerParam,
@@ -286,23 +287,20 @@ class IncrementalLearningController(Controller):
             except NotFound:
                 return None
 
-        def cached_or_read(informer: Any, client: Any) -> Getter:
+        def cached_or_read(informer: SharedInformer) -> Getter:
             # Job events can come before the Dataset/Model caches synced (start, restart):
             # a miss is confirmed with the API, as Sedna always reads them from it.
             def get(ns: str, name: str) -> Obj | None:
-                obj: Obj | None = informer.lister.get(ns, name)
-                if obj is not None:
-                    return obj
                 try:
-                    return dict(client.get(ns, name))
+                    return informer.get_or_read(ns, name)
                 except ApiError:
                     return None
 
             return get
 
         return Lookups(
-            dataset=cached_or_read(self.datasets, self.datasets_client),
-            model=cached_or_read(self.models, self.models_client),
+            dataset=cached_or_read(self.datasets),
+            model=cached_or_read(self.models),
             secret=secret,
             warn=lambda text: logger.warning("downstream: {}", text),
         )
@@ -347,13 +345,10 @@ class IncrementalLearningController(Controller):
         if msg.operation != "status":
             logger.warning("{}: operation {!r} ignored (only status)", where, msg.operation)
             return
-        cached = self.jobs.lister.get(msg.namespace, msg.name)
+        cached = self.jobs.get_or_read(msg.namespace, msg.name)
         if cached is None:
-            try:
-                cached = self.jobs_client.get(msg.namespace, msg.name)
-            except NotFound:
-                logger.warning("{}: no such job, report ignored", where)
-                return
+            logger.warning("{}: no such job, report ignored", where)
+            return
         job = _typed(cached)
         now = self.clock.wall()
         try:

@@ -41,7 +41,14 @@ from loguru import logger
 
 from ..clock import Clock, RealClock
 from ..kube.client import ResourceClient
-from ..kube.errors import ApiError, Gone, ReadTimeout, TransportError, error_from_status
+from ..kube.errors import (
+    ApiError,
+    Gone,
+    NotFound,
+    ReadTimeout,
+    TransportError,
+    error_from_status,
+)
 from .backoff import Backoff, BackoffPolicy
 from .handlers import EventHandler
 from .keys import DeletedFinalStateUnknown, meta_namespace_key
@@ -188,6 +195,21 @@ class SharedInformer:
     def indexer(self) -> Indexer:
         """The cache itself, for index queries beyond the lister's."""
         return self._indexer
+
+    def get_or_read(self, namespace: str | None, name: str) -> Obj | None:
+        """The cached object, else the server's; None only when the server has none.
+
+        A cache miss is not proof of absence: an event of one resource can reach a
+        handler before another resource's cache has synced (start, restart), and an
+        LC's report can beat the cache. API errors other than 404 are raised.
+        """
+        obj = self._lister.get(namespace, name)
+        if obj is not None:
+            return obj
+        try:
+            return self.client.get(namespace, name, metadata_only=self.metadata_only)
+        except NotFound:
+            return None
 
     def add_indexer(self, name: str, fn: IndexFunc) -> None:
         """Add a secondary index (queried with ``lister.by_index``); cheap at any time."""

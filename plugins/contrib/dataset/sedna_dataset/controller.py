@@ -194,17 +194,14 @@ class DatasetController:
         if msg.operation != "status":
             logger.warning("{}: operation {!r} ignored (only status)", where, msg.operation)
             return
-        cached: Obj | None = self.informer.lister.get(msg.namespace, msg.name)
+        try:
+            cached = self.informer.get_or_read(msg.namespace, msg.name)
+        except ApiError as exc:
+            logger.error("{}: cannot read the dataset: {}", where, exc)
+            return
         if cached is None:
-            # Reports can beat the cache (GM start): confirm with the API.
-            try:
-                cached = self.client.get(msg.namespace, msg.name)
-            except NotFound:
-                logger.warning("{}: no such dataset, report ignored", where)
-                return
-            except ApiError as exc:
-                logger.error("{}: cannot read the dataset: {}", where, exc)
-                return
+            logger.warning("{}: no such dataset, report ignored", where)
+            return
         node = node_of(cached)
         if node != msg.node_name:
             # A stale LC (the dataset moved) or a wrong one must not overwrite the count.
