@@ -37,9 +37,9 @@ import json
 import ssl
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from loguru import logger
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
@@ -155,6 +155,34 @@ def _model_ref(model_obj: Mapping[str, Any]) -> dict[str, Any]:
     return ref
 
 
+class LCPlay(Protocol):
+    """One feature's part of the LC protocol, played by the simulated LC.
+
+    The simulated LC keeps the connection, datasets and models, and plays incremental
+    learning itself; any other feature plugs in a play (see `sedna.embedded.plays`).
+    Every method runs on the LC's scheduler thread, so a play needs no locks; it
+    reports upstream with `lc.report(...)`.
+    """
+
+    #: lower-case `resourceKind` values this play takes downstream
+    kinds: tuple[str, ...]
+
+    def on_insert(
+        self, lc: SimulatedLC, kind: str, namespace: str, name: str, obj: dict[str, Any]
+    ) -> None:
+        """The GM inserted (or re-sent) an object of one of `kinds`."""
+
+    def on_delete(self, lc: SimulatedLC, kind: str, namespace: str, name: str) -> None:
+        """The GM deleted an object of one of `kinds`."""
+
+    def on_tick(self, lc: SimulatedLC) -> None:
+        """Called every `lc.tick_seconds`: report what the LC would report now."""
+
+    def on_worker_finished(self, lc: SimulatedLC, pod: dict[str, Any]) -> bool:
+        """A worker pod on this node exited; report as its worker would. True if handled."""
+        return False
+
+
 @dataclass
 class _Dataset:
     obj: dict[str, Any]
@@ -201,6 +229,7 @@ class SimulatedLC:
         reconnect_seconds: float = 1.0,
         ssl_context: ssl.SSLContext | None = None,
         clock: Clock | None = None,
+        plays: Sequence[LCPlay] = (),
     ) -> None:
         self.node = node
         self.gm_url = gm_url
@@ -225,6 +254,8 @@ class SimulatedLC:
         self._halted = False
         self._thread: threading.Thread | None = None
         self._warned_ops: set[str] = set()
+        self.plays: list[LCPlay] = list(plays)
+        self._play_of: dict[str, LCPlay] = {k: p for p in self.plays for k in p.kinds}
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -324,6 +355,10 @@ class SimulatedLC:
             return
         self.scheduler.call_soon(lambda: self._downstream(header, payload))
 
+    def report(self, namespace: str, kind: str, name: str, payload: Any) -> None:
+        """Send one status upstream (for plays); queued while disconnected."""
+        self._write(namespace, kind, name, payload)
+
     def _write(self, namespace: str, kind: str, name: str, payload: Any) -> None:
         """Send one status upstream; queued while disconnected (the GM may be restarting)."""
         frame = encode_message(namespace, kind, name, "status", payload)
@@ -347,6 +382,10 @@ class SimulatedLC:
         kind = header.get("resourceKind", "").lower()
         ns, name = header.get("namespace", ""), header.get("resourceName", "")
         key = f"{ns}/{name}"
+        play = self._play_of.get(kind)
+        if play is not None and op == "delete":
+            play.on_delete(self, kind, ns, name)
+            return
         if op == "delete":
             forgotten = self.jobs.pop(key, None) if kind == IL_KIND else None
             if kind == "dataset":
@@ -367,7 +406,9 @@ class SimulatedLC:
         if not isinstance(obj, dict):
             logger.warning("{}/lc: {} {} has no object payload", self.node, kind, key)
             return
-        if kind == "dataset":
+        if play is not None:
+            play.on_insert(self, kind, ns, name, obj)
+        elif kind == "dataset":
             known = self.datasets.get(key)
             if known is None:
                 self.datasets[key] = _Dataset(obj, self.clock.now(), from_gm=True)
@@ -469,6 +510,14 @@ class SimulatedLC:
                     self._warn_once(job, str(exc), f"job {job.key}: {exc}")
                 except Exception as exc:  # a bad job must not stop the others, nor flood
                     self._warn_once(job, repr(exc), f"job {job.key}: simulation failed: {exc!r}")
+            for play in self.plays:
+                try:
+                    play.on_tick(self)
+                except Exception as exc:  # one play's fault must not stop the others
+                    self.warn_once(
+                        f"tick:{type(play).__name__}:{exc!r}",
+                        f"{type(play).__name__} failed: {exc!r}",
+                    )
         finally:
             if not self._halted:
                 self.scheduler.call_later(self.tick_seconds, self._tick)
@@ -480,6 +529,12 @@ class SimulatedLC:
             ns, _, name = key.partition("/")
             self._write(ns, "dataset", name, {"numberOfSamples": n})
             ds.reported = n
+
+    def warn_once(self, tag: str, text: str) -> None:
+        """Log `text` once per `tag` for this LC (for plays: no flood on every tick)."""
+        if tag not in self._warned_ops:
+            self._warned_ops.add(tag)
+            logger.warning("{}/lc: {}", self.node, text)
 
     def _warn_once(self, job: _Job, tag: str, text: str) -> None:
         if tag not in job.warned:
@@ -635,6 +690,9 @@ class SimulatedLC:
         self.scheduler.call_soon(lambda: self._worker_report(copied, 0))
 
     def _worker_report(self, pod: dict[str, Any], attempt: int) -> None:
+        for play in self.plays:
+            if play.on_worker_finished(self, pod):
+                return
         meta = pod.get("metadata") or {}
         ns = str(meta.get("namespace") or "")
         owner = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)

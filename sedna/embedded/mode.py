@@ -30,6 +30,7 @@ from sedna.embedded.crds import crd_manifests
 from sedna.embedded.kubelet import SimulatedKubelet
 from sedna.embedded.lc import SimulatedLC
 from sedna.embedded.manifests import ManifestError, create_if_absent, load_manifests
+from sedna.embedded.plays import default_plays
 from sedna.runtime.config import ConfigError, GMConfig
 from sedna.runtime.kube import SECRETS, ApiError, KubeClient, api_client_from_config
 
@@ -173,6 +174,7 @@ class EmbeddedMode:
                 kube=self.kube,
                 growth_per_second=sim.datasetGrowthPerSecond,
                 ssl_context=ssl_ctx,
+                plays=default_plays(),
             )
             kubelet = SimulatedKubelet(
                 node,

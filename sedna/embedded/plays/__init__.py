@@ -1,0 +1,15 @@
+"""The simulated LC's plays: each feature's part of the LC protocol beyond incremental learning.
+
+A play is an `sedna.embedded.lc.LCPlay`; `default_plays()` gives a fresh instance of
+each, for every simulated node. Add a feature's play as a module here and list it below.
+"""
+
+from __future__ import annotations
+
+from sedna.embedded.lc import LCPlay
+
+
+def default_plays() -> list[LCPlay]:
+    """One new play of each feature the embedded mode simulates (plays keep per-node state)."""
+    plays: list[LCPlay] = []
+    return plays
