@@ -14,6 +14,7 @@ _EXPORTS: dict[str, str] = {
     # plugin API
     "hookimpl": "sedna.runtime.plugin_api",
     "Feature": "sedna.runtime.plugin_api",
+    "ApiAccess": "sedna.runtime.plugin_api",
     "FeatureController": "sedna.runtime.plugin_api",
     "FeatureOptionsError": "sedna.runtime.plugin_api",
     "ControllerContext": "sedna.runtime.context",
@@ -120,6 +121,7 @@ __all__ = [
     "SERVICES",
     "TRAIN_POD_TYPE",
     "AlreadyExists",
+    "ApiAccess",
     "ApiError",
     "Clock",
     "ConfigError",
@@ -242,6 +244,7 @@ if TYPE_CHECKING:
     from sedna.runtime.messaging import CREDENTIAL_ANNOTATION, attach_credential
     from sedna.runtime.metrics import Metrics
     from sedna.runtime.plugin_api import (
+        ApiAccess,
         Feature,
         FeatureController,
         FeatureOptionsError,

@@ -46,12 +46,28 @@ class FeatureOptionsError(ValueError):
 
 
 @dataclass(frozen=True)
+class ApiAccess:
+    """One RBAC rule's worth of API access that a feature's controller needs.
+
+    Features declare what they call (beyond the runtime core's own reads), so the
+    GM's RBAC can be generated from the enabled features and checked against the
+    calls really made: least privilege follows the code instead of a hand-kept file.
+    `group` is "" for the core API; `resources` may name subresources (`pods/status`).
+    """
+
+    group: str
+    resources: Sequence[str]
+    verbs: Sequence[str]
+
+
+@dataclass(frozen=True)
 class Feature:
     """One feature a plugin provides.
 
     `name` is the key under `features:` in gm.yaml and must equal the plugin's entry
     point name, so a disabled feature can be blocked before its module is imported.
     `kinds` are the Sedna kinds it controls (two features may not claim one kind).
+    `access` is the API access its controllers need (see `ApiAccess`).
     """
 
     name: str
@@ -60,3 +76,4 @@ class Feature:
     validate_options: OptionsValidator | None = None
     description: str = ""
     default_options: Mapping[str, Any] = field(default_factory=dict)
+    access: Sequence[ApiAccess] = ()
