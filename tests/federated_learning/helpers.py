@@ -213,6 +213,12 @@ class GM(GMHarness):
             clock=clock,
         )
 
+    @property
+    def controller(self) -> Any:
+        assert self.manager is not None
+        (feature,) = self.manager.features
+        return feature.controller
+
 
 def started_job(
     api: Api, make_gm: Callable[..., GM], ref: Path, **gm: Any

@@ -140,9 +140,11 @@ def _deleting(pod: Obj) -> bool:
     return bool(_meta(pod).get("deletionTimestamp"))
 
 
-def _created_order(pod: Obj) -> tuple[str, str]:
+def _keep_order(pod: Obj) -> tuple[bool, str, str]:
+    """Of two pods for one worker the one that started is kept, else the older."""
     meta = _meta(pod)
-    return str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
+    started = S.pod_phase(pod) != S.PENDING
+    return not started, str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
 
 
 @dataclass
@@ -151,6 +153,7 @@ class _Assignment:
 
     by_slot: dict[str, Obj] = field(default_factory=dict)
     surplus: list[Obj] = field(default_factory=list)  # older generation or duplicates
+    adopted: dict[str, Obj] = field(default_factory=dict)  # unmarked pods taken, by slot
 
 
 def assign(pods: Sequence[Obj], spec: JobSpec, generation: str, worker_label: str) -> _Assignment:
@@ -158,12 +161,12 @@ def assign(pods: Sequence[Obj], spec: JobSpec, generation: str, worker_label: st
 
     Pods without our annotations (made by Sedna's Go GM) are adopted: the aggregator by
     its worker-type label, training pods into the free training slots in creation order.
-    Of two pods for one worker the older is kept.
+    Of two pods for one worker the one that started is kept, else the older.
     """
     slots = {AGGREGATOR_SLOT} | {_slot_of_worker(w) for w in spec.training}
     out = _Assignment()
     unmarked: list[Obj] = []
-    for pod in sorted(pods, key=_created_order):
+    for pod in sorted(pods, key=_keep_order):
         if _deleting(pod):
             continue
         ann = _meta(pod).get("annotations") or {}
@@ -180,11 +183,13 @@ def assign(pods: Sequence[Obj], spec: JobSpec, generation: str, worker_label: st
     for pod in unmarked:
         wtype = str((_meta(pod).get("labels") or {}).get(worker_label) or "")
         if wtype == AGGREGATION_WORKER.lower() and AGGREGATOR_SLOT not in out.by_slot:
-            out.by_slot[AGGREGATOR_SLOT] = pod
+            slot = AGGREGATOR_SLOT
         elif wtype != AGGREGATION_WORKER.lower() and free:
-            out.by_slot[free.pop(0)] = pod
+            slot = free.pop(0)
         else:
             out.surplus.append(pod)
+            continue
+        out.by_slot[slot] = out.adopted[slot] = pod
     return out
 
 
@@ -526,6 +531,7 @@ class FederatedLearningController(Controller):
         cached = self._owned_pods(job, self.pods.lister.by_owner_uid(str(meta.get("uid"))))
         found = assign(cached, spec, generation, self.worker_label)
         self._delete_surplus(job, found.surplus, generation)
+        self._mark_adopted(job, found.adopted, generation)
         wanted = [AGGREGATOR_SLOT] + [_slot_of_worker(w) for w in spec.training]
         if all(s in found.by_slot for s in wanted):
             return found.by_slot
@@ -542,6 +548,9 @@ class FederatedLearningController(Controller):
         already = {_meta(p).get("name") for p in found.surplus}
         self._delete_surplus(
             job, [p for p in live.surplus if _meta(p).get("name") not in already], generation
+        )
+        self._mark_adopted(
+            job, {k: v for k, v in live.adopted.items() if k not in found.adopted}, generation
         )
         info = self._job_info(job)
         for slot in wanted:
@@ -583,6 +592,29 @@ class FederatedLearningController(Controller):
         )  # fmt: skip
         self.ctx.events.normal(job, "SuccessfulCreate", f"Created {slot} worker pod {pod_name}")
         return pod
+
+    def _mark_adopted(self, job: Obj, adopted: Mapping[str, Obj], generation: str) -> None:
+        """Annotate pods made by another GM with the worker they now are, so that a later
+        spec change replaces them like ours."""
+        for slot, pod in adopted.items():
+            meta = _meta(pod)
+            patch = {
+                "metadata": {
+                    "annotations": {WORKER_ANNOTATION: slot, GENERATION_ANNOTATION: generation}
+                }
+            }
+            try:
+                self.pods_client.patch(str(meta.get("namespace")), str(meta.get("name")), patch)
+            except NotFound:
+                continue
+            except ApiError as exc:
+                raise _Retry(
+                    "WorkerAdoptFailed", f"cannot adopt pod {meta.get('name')}: {exc}"
+                ) from None
+            logger.info(
+                "federated learning job {}: adopted pod {} as the {} worker",
+                _name(job), meta.get("name"), slot,
+            )  # fmt: skip
 
     def _delete_surplus(self, job: Obj, pods: Sequence[Obj], generation: str) -> None:
         for pod in pods:

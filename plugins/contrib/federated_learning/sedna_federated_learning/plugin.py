@@ -29,14 +29,15 @@ ACCESS = (
     ApiAccess("sedna.io", ("federatedlearningjobs/status",), ("update",)),
     ApiAccess("sedna.io", ("models", "datasets"), ("get", "list", "watch")),
     ApiAccess("sedna.io", ("models/status",), ("update",)),
-    ApiAccess("", ("pods",), ("list", "watch", "create", "delete")),
+    ApiAccess("", ("pods",), ("list", "watch", "create", "delete", "patch")),
     ApiAccess("", ("services",), ("list", "watch", "create")),
     ApiAccess("", ("secrets",), ("get",)),
     ApiAccess("", ("events",), ("create", "patch")),
 )
 """Every call the controller makes: jobs and their Models/Datasets read through informers
 (plus `get` on a cache miss), status writes through the status subresource, pods
-listed from the server before a create, the aggregator's Service created."""
+listed from the server before a create, pods of another GM annotated when adopted, the
+aggregator's Service created."""
 
 
 class Options(BaseModel):
