@@ -351,7 +351,7 @@ class FederatedLearningController(Controller):
             )
             return
         if report.metrics:
-            self._write_model_metrics(cached, report.metrics, where)
+            self._write_model_metrics(cached, report.metrics, msg.node_name, where)
         if report.current_round > 0:
             self._record_round(cached, report.current_round, report.update_time, msg, where)
 
@@ -388,7 +388,9 @@ class FederatedLearningController(Controller):
                 msg.namespace, msg.name, current_round, when, msg.node_name,
             )  # fmt: skip
 
-    def _write_model_metrics(self, job: Obj, metrics: Mapping[str, Any], where: str) -> None:
+    def _write_model_metrics(
+        self, job: Obj, metrics: Mapping[str, Any], node: str, where: str
+    ) -> None:
         spec = job.get("spec")
         agg = spec.get("aggregationWorker") if isinstance(spec, Mapping) else None
         model = agg.get("model") if isinstance(agg, Mapping) else None
@@ -413,9 +415,22 @@ class FederatedLearningController(Controller):
             return True
 
         try:
+            written = False
+
+            def record(fresh: dict[str, Any]) -> bool:
+                nonlocal written
+                written = mutate(fresh)
+                return written
+
             update_status_with_retry(
-                self.models_client, ns, name, mutate, current=self.models.lister.get(ns, name)
+                self.models_client, ns, name, record, current=self.models.lister.get(ns, name)
             )
+            if written:
+                shown = " ".join(f"{m['key']}={m['value']}" for m in values)
+                logger.info(
+                    "federated learning job {}: Model {} metrics {} | reported by LC on node {}",
+                    _name(job), name, shown, node,
+                )  # fmt: skip
         except NotFound:
             logger.warning("{}: Model {}/{} not found, metrics dropped", where, ns, name)
         except ApiError as exc:
