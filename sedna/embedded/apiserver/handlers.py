@@ -200,9 +200,7 @@ class Handlers:
                 "the server does not allow this method on the requested resource",
             )
         resource = plural if sub is None else f"{plural}/{sub}"
-        self.srv.requests.record(
-            request.headers.get("User-Agent", ""), verb, group, resource, ns
-        )
+        self.srv.requests.record(request.headers.get("User-Agent", ""), verb, group, resource, ns)
         await self._faults(verb, resource)
         target: Target | None = None
         if verb in ("get", "list", "watch"):
