@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from support.rbac import denied_gm_calls, describe, gm_calls
+import sedna_incremental_learning.plugin as il_plugin
+from support.rbac import access_rules, denied_gm_calls, describe, feature_calls, gm_calls
 
 from sedna.embedded.apiserver import ApiCall, APIServer
 
@@ -52,6 +53,9 @@ def test_rbac_grants_every_call_the_gm_makes_in_a_cycle(
     assert ApiCall("patch", "", "pods", api.ns) in mine
     denied = [c for c in denied_gm_calls(embedded_apiserver) if c.namespace == api.ns]
     assert not denied, describe(denied)
+    # and the feature declares each of its calls (the RBAC is to be generated from it)
+    undeclared = access_rules(il_plugin.ACCESS).denied(feature_calls(mine))
+    assert not undeclared, describe(undeclared)
 
 
 def test_a_new_ready_never_adopts_a_pod_an_earlier_condition_recorded(

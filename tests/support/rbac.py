@@ -29,7 +29,17 @@ from sedna.runtime.kube import GM_USER_AGENT
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 RBAC_PATH = PROJECT_ROOT / "config" / "rbac.yaml"
 
-__all__ = ["RBAC_PATH", "RbacRule", "RbacRules", "denied_gm_calls", "describe", "gm_calls"]
+__all__ = [
+    "CORE_RESOURCES",
+    "RBAC_PATH",
+    "RbacRule",
+    "RbacRules",
+    "access_rules",
+    "denied_gm_calls",
+    "describe",
+    "feature_calls",
+    "gm_calls",
+]
 
 
 def _covers(patterns: Sequence[str], value: str) -> bool:
@@ -89,6 +99,26 @@ class RbacRules:
     def denied(self, calls: Iterable[ApiCall]) -> list[ApiCall]:
         """The calls no rule grants, sorted."""
         return sorted(c for c in calls if not self.grants(c))
+
+
+CORE_RESOURCES = frozenset({("", "events"), ("", "nodes"), ("coordination.k8s.io", "leases")})
+"""What the runtime core itself calls (Events, the Node watch, the leader Lease), as
+opposed to what a feature's `Feature.access` declares."""
+
+
+def access_rules(accesses: Iterable[Any]) -> RbacRules:
+    """`Feature.access` (`ApiAccess` entries) as rules, to check calls against."""
+    return RbacRules(
+        tuple(
+            RbacRule((a.group,), tuple(a.resources), tuple(a.verbs), namespaced_only=False)
+            for a in accesses
+        )
+    )
+
+
+def feature_calls(calls: Iterable[ApiCall]) -> set[ApiCall]:
+    """The calls made by features, not by the runtime core (see `CORE_RESOURCES`)."""
+    return {c for c in calls if (c.group, c.resource) not in CORE_RESOURCES}
 
 
 def gm_calls(server: APIServer) -> set[ApiCall]:
