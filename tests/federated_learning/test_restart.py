@@ -151,3 +151,25 @@ def test_pods_of_another_gm_are_adopted_then_rolled_out_like_ours(
     spec["trainingWorkers"][0]["template"]["spec"]["containers"][0]["env"][0]["value"] = "8"
     api.fl.patch(api.ns, JOB, {"spec": {"trainingWorkers": spec["trainingWorkers"]}})
     wait_until(lambda: len(api.live_pods()) == 3 and not _names(api.live_pods()) & before)
+
+
+def test_creates_that_commit_but_answer_504_make_no_second_pod(
+    api: Api, make_gm: GMFactory, sedna_reference: Path, embedded_apiserver: APIServer
+) -> None:
+    """kube-apiserver answers 504 after a slow etcd write that went through: the retry
+    lists the job's pods from the server before creating anything."""
+    from .helpers import sample_job
+
+    job = sample_job(sedna_reference)
+    api.inputs(job)
+    embedded_apiserver.faults.fail(
+        504, verbs=["create"], resources=["pods"], count=3, after_commit=True
+    )
+    gm = make_gm()
+    api.create(job)
+    api.wait_event("WorkerCreateFailed", "504")
+    api.wait_workers(3)
+    assert gm.controller.wait_idle(5.0)
+    embedded_apiserver.faults.reset()
+    assert sorted(api.workers()) == ["aggregation", "training-0", "training-1"]
+    assert len(api.all_pods()) == 3

@@ -666,6 +666,7 @@ class FederatedLearningController(Controller):
 
         def mutate(fresh: dict[str, Any]) -> bool:
             nonlocal appended
+            appended = False  # a 409 retries on a fresh copy: only the written one counts
             status = fresh.setdefault("status", {})
             conds = S.conditions(fresh)
             changed = False
