@@ -19,6 +19,7 @@ CACHE_MISS_READS = {
     ("sedna.io", "models", "get"),
     ("sedna.io", "datasets", "get"),
     ("sedna.io", "federatedlearningjobs", "get"),
+    ("", "services", "get"),  # a Service of the aggregator's name the cache did not have
 }
 
 

@@ -235,3 +235,27 @@ def test_a_worker_that_the_runtime_rejects_is_reported(
     api.fl.patch(api.ns, JOB, {"spec": {"trainingWorkers": "none"}})
     api.wait_event("InvalidSpec", "spec.trainingWorkers")
     assert len(api.live_pods()) == 3
+
+
+def test_a_service_of_the_aggregators_name_that_is_not_ours_blocks_the_job(
+    api: Api, make_gm: GMFactory, sedna_reference: Path
+) -> None:
+    job = sample_job(sedna_reference)
+    api.inputs(job)
+    foreign = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": f"{JOB}-aggregation"},
+        "spec": {"ports": [{"port": 80}]},
+    }
+    api.services.create(api.ns, foreign)
+    make_gm()
+    api.create(job)
+    message = api.wait_event("ServiceConflict", f"{JOB}-aggregation")
+    assert "not controlled by this job" in message
+    assert api.conditions()[-1]["reason"] == "ServiceConflict"
+    assert api.live_pods() == []
+    api.services.delete(api.ns, f"{JOB}-aggregation")
+    api.wait_workers(3)
+    svc = api.services.get(api.ns, f"{JOB}-aggregation")
+    assert svc["metadata"]["ownerReferences"][0]["kind"] == "FederatedLearningJob"

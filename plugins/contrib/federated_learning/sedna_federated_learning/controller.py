@@ -222,7 +222,13 @@ class FederatedLearningController(Controller):
             delete=self._owned_deleted,
         )
         self.pods.add_event_handler(owned)
-        self.services.add_event_handler(owned)
+        self.services.add_event_handler(
+            ResourceEventHandlerFuncs(
+                add=self._service_changed,
+                update=lambda old, new: self._service_changed(new),
+                delete=self._service_deleted,
+            )
+        )
         for informer in (self.models, self.datasets):
             informer.add_event_handler(
                 ResourceEventHandlerFuncs(
@@ -291,6 +297,24 @@ class FederatedLearningController(Controller):
         owned = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if isinstance(owned, Mapping):
             self._owned_changed(owned)
+
+    def _service_changed(self, service: Obj) -> None:
+        """Ours wake their job; any other of the aggregator's name wakes the job it blocks."""
+        key = self._owner_key(service)
+        if key is None:
+            meta = _meta(service)
+            name = str(meta.get("name") or "")
+            suffix = f"-{AGGREGATION_WORKER.lower()}"
+            ns = str(meta.get("namespace") or "")
+            if name.endswith(suffix) and self.jobs.lister.get(ns, name[: -len(suffix)]):
+                key = f"{ns}/{name[: -len(suffix)]}"
+        if key is not None:
+            self.enqueue(key)
+
+    def _service_deleted(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        service = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if isinstance(service, Mapping):
+            self._service_changed(service)
 
     def _input_changed(self, obj: Obj) -> None:
         """A Model or Dataset appeared or changed: wake the unfinished jobs that name it."""
@@ -512,11 +536,19 @@ class FederatedLearningController(Controller):
         meta = _meta(job)
         ns = str(meta.get("namespace"))
         name = f"{meta.get('name')}-{AGGREGATION_WORKER}".lower()
-        if self.services.lister.get(ns, name) is not None:
+        existing = self.services.lister.get(ns, name)
+        if existing is not None:
+            self._check_service_owner(job, existing)
             return
         try:
             self.ctx.worker_runtime.create_edgemesh_service(job, AGGREGATION_WORKER, AGG_PORT)
         except AlreadyExists:
+            try:
+                self._check_service_owner(job, self.services_client.get(ns, name))
+            except NotFound:
+                raise _Retry(
+                    "ServiceCreateFailed", f"Service {ns}/{name} is being replaced"
+                ) from None
             return
         except ApiError as exc:
             raise _Retry(
@@ -526,6 +558,21 @@ class FederatedLearningController(Controller):
             "federated learning job {}: created Service {} on port {}", _name(job), name, AGG_PORT
         )
         self.ctx.events.normal(job, "SuccessfulCreate", f"Created Service {name} (port {AGG_PORT})")
+
+    def _check_service_owner(self, job: Obj, service: Obj) -> None:
+        """The training workers would reach whatever a Service of that name selects: one
+        the job does not control is reported, and no worker is made."""
+        uid = _meta(job).get("uid")
+        refs = _meta(service).get("ownerReferences") or []
+        if any(
+            isinstance(r, Mapping) and r.get("controller") and r.get("uid") == uid for r in refs
+        ):
+            return
+        raise _Blocked(
+            "ServiceConflict",
+            f"Service {_meta(service).get('namespace')}/{_meta(service).get('name')} exists and "
+            "is not controlled by this job (the training workers' AGG_IP would name it)",
+        )
 
     def _owned_pods(self, job: Obj, pods: Sequence[Obj]) -> list[Obj]:
         uid = _meta(job).get("uid")

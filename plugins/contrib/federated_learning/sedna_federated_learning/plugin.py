@@ -30,7 +30,7 @@ ACCESS = (
     ApiAccess("sedna.io", ("models", "datasets"), ("get", "list", "watch")),
     ApiAccess("sedna.io", ("models/status",), ("update",)),
     ApiAccess("", ("pods",), ("list", "watch", "create", "delete", "patch")),
-    ApiAccess("", ("services",), ("list", "watch", "create")),
+    ApiAccess("", ("services",), ("get", "list", "watch", "create")),
     ApiAccess("", ("secrets",), ("get",)),
     ApiAccess("", ("events",), ("create", "patch")),
 )
