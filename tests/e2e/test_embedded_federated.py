@@ -73,3 +73,20 @@ def test_the_example_trains_its_rounds_and_succeeds(gm: GMProcess) -> None:
     gm.wait_for(lambda: gm.tail(400).count("sedna-gm started with") >= 2, "the GM again", 60)
     assert {p["metadata"]["name"] for p in pods(kube)} == names
     assert job_status(kube) == status
+
+
+def test_a_gm_killed_while_the_job_runs_finishes_it_without_a_second_pod(gm: GMProcess) -> None:
+    gm.start()
+    kube = gm.connect()
+    gm.wait_for(lambda: len(pods(kube)) == 3, "the FL job's three pods", 60)
+    names = {p["metadata"]["name"] for p in pods(kube)}
+    assert gm.proc is not None
+    gm.proc.kill()  # SIGKILL: no clean shutdown of anything (the API server is in it too)
+    gm.proc.wait()
+    gm.proc = None
+    gm.start()
+    kube = gm.connect()
+    gm.wait_for(lambda: job_status(kube).get("phase") == "Succeeded", "the FL job to succeed", 60)
+    assert {p["metadata"]["name"] for p in pods(kube)} == names
+    rounds = [c for c in job_status(kube)["conditions"] if c["type"] == "Training"]
+    assert len({c["message"].split(" ")[1] for c in rounds}) == len(rounds)  # each round once
