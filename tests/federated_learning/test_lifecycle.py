@@ -285,3 +285,64 @@ def test_two_jobs_each_get_their_own_aggregator_address(
             if pod["metadata"]["annotations"][WORKER].startswith("training"):
                 assert env_of(pod)["AGG_IP"] == f"{name}-aggregation.{api.ns}"
         api.services.get(api.ns, f"{name}-aggregation")
+
+
+def test_a_whole_life_through_the_websocket_with_go_protocol_lcs(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path, logs: LogCapture
+) -> None:
+    """Insert to both training nodes, workers run, both LCs report every round, the
+    aggregated metrics land on the Model, the workers finish, the job is deleted."""
+    job = sample_job(sedna_reference)
+    api.inputs(job)
+    gm = make_gm()
+    lcs = [make_lc(gm, n) for n in NODES]
+    api.create(job)
+    for lc in lcs:
+        lc.wait_for("insert")
+    api.wait_workers(3)
+    api.set_all("Running")
+    api.wait_phase("Running")
+    for r in (1, 2, 3):
+        for lc in lcs:
+            lc.report_round(api.ns, r, {"accuracy": 0.5 + r / 10} if r == 3 else None)
+        wait_until(lambda r=r: _rounds(api) == list(range(1, r + 1)), what=f"round {r}")
+    wait_until(lambda: (api.models.get(api.ns, MODEL).get("status") or {}).get("metrics"))
+    api.set_all("Succeeded")
+    api.wait_phase("Succeeded")
+    assert [c["type"] for c in api.conditions()] == ["Training"] * 3 + ["Complete"]
+    api.fl.delete(api.ns, JOB)
+    for lc in lcs:
+        lc.wait_for("delete")
+    assert len(lcs[0].messages("insert")) >= 1
+
+
+def _rounds(api: Api) -> list[int]:
+    return [int(c["message"].split(" ")[1]) for c in api.conditions() if c["type"] == "Training"]
+
+
+def test_a_deleted_pod_no_job_controls_is_left_alone(
+    api: Api, make_gm: GMFactory, sedna_reference: Path, logs: LogCapture
+) -> None:
+    """Sedna's Test_deletePod, second case: deleting what is not an FL worker is harmless."""
+    started_job(api, make_gm, sedna_reference)
+    stray = api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "test-pod"},
+            "spec": {"containers": [{"name": "test-container", "image": "test-image"}]},
+        }
+    )
+    api.pods.delete(api.ns, stray["metadata"]["name"])
+    wait_until(
+        lambda: "test-pod" not in {p["metadata"]["name"] for p in api.pods.list(api.ns)["items"]}
+    )
+    # the job's workers are untouched and the controller still answers
+    old = api.workers()["training-0"]["metadata"]["name"]
+    api.pods.delete(api.ns, old)
+    wait_until(
+        lambda: (
+            "training-0" in api.workers() and api.workers()["training-0"]["metadata"]["name"] != old
+        )
+    )
+    assert len(api.live_pods()) == 3
