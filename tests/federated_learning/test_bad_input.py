@@ -259,3 +259,16 @@ def test_a_service_of_the_aggregators_name_that_is_not_ours_blocks_the_job(
     api.wait_workers(3)
     svc = api.services.get(api.ns, f"{JOB}-aggregation")
     assert svc["metadata"]["ownerReferences"][0]["kind"] == "FederatedLearningJob"
+
+
+def test_a_model_deleted_while_the_job_runs_does_not_stop_it(
+    api: Api, make_gm: GMFactory, sedna_reference: Path
+) -> None:
+    """Inputs are read only to make a worker (as Sedna does); the status goes on."""
+    started_job(api, make_gm, sedna_reference)
+    api.models.delete(api.ns, MODEL)
+    api.set_all("Running")
+    api.wait_phase("Running")
+    api.set_all("Succeeded")
+    api.wait_phase("Succeeded")
+    assert not any(c.get("reason") == "MissingModel" for c in api.conditions())

@@ -476,9 +476,8 @@ class FederatedLearningController(Controller):
             self._blocked(job, "InvalidSpec", str(exc))
             return None
         try:
-            inputs = self._inputs(job, spec)
             self._ensure_service(job)
-            pods = self._ensure_pods(job, spec, inputs)
+            pods = self._ensure_pods(job, spec)
         except _Retry as exc:
             self._blocked(job, exc.reason, exc.message)
             return Result(requeue=True)
@@ -586,7 +585,12 @@ class FederatedLearningController(Controller):
                 out.append(p)
         return out
 
-    def _ensure_pods(self, job: Obj, spec: JobSpec, inputs: Inputs) -> dict[str, Obj]:
+    def _ensure_pods(self, job: Obj, spec: JobSpec) -> dict[str, Obj]:
+        """The job's worker of each slot, created where missing.
+
+        The Models and Datasets are looked up only when a worker is to be made, as
+        Sedna does: one deleted while the job runs does not stop its status.
+        """
         meta = _meta(job)
         ns = str(meta.get("namespace"))
         generation = str(meta.get("generation") or 1)
@@ -615,9 +619,12 @@ class FederatedLearningController(Controller):
             job, {k: v for k, v in live.adopted.items() if k not in found.adopted}, generation
         )
         info = self._job_info(job)
+        inputs: Inputs | None = None
         for slot in wanted:
             if slot in live.by_slot:
                 continue
+            if inputs is None:
+                inputs = self._inputs(job, spec)
             if slot == AGGREGATOR_SLOT:
                 param = aggregation_param(info, spec, inputs)
                 template, field = spec.aggregation_template, "spec.aggregationWorker.template"
