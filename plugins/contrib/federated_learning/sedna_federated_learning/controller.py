@@ -20,7 +20,10 @@ Sedna's Go GM, on purpose:
    set in the sync (Sedna does it in the update handler, racing the sync).
 4. Before creating pods the controller lists the job's pods from the server (not the
    cache): a create whose response was lost, or that the cache has not seen yet, is
-   never made twice. Duplicates of one worker, whatever made them, are deleted.
+   never made twice. This covers more than remembering lost answers (the runtime's
+   `PodCreations`): a sync woken by our own status write can run before the pod cache
+   has seen the pods that sync's predecessor created. The list is made only when the
+   cache lacks a worker. Duplicates of one worker, whatever made them, are deleted.
 5. A malformed spec, a missing Model or Dataset and a missing secret get a Warning Event
    and a `Training` condition with status False naming the field; the job waits
    (watching Models and Datasets) instead of failing, so fixing the input resumes it.
