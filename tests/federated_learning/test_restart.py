@@ -173,3 +173,27 @@ def test_creates_that_commit_but_answer_504_make_no_second_pod(
     embedded_apiserver.faults.reset()
     assert sorted(api.workers()) == ["aggregation", "training-0", "training-1"]
     assert len(api.all_pods()) == 3
+
+
+def test_syncs_with_a_pod_cache_that_lags_make_no_second_pod(
+    api: Api, make_gm: GMFactory, sedna_reference: Path
+) -> None:
+    """The pod cache never sees the workers (its informer stopped first): every later
+    sync (woken by the job's own status writes and edits) finds them on the server."""
+    from sedna.runtime import PODS
+
+    from .helpers import sample_job
+
+    job = sample_job(sedna_reference)
+    api.inputs(job)
+    gm = make_gm()
+    assert gm.manager is not None
+    gm.manager.container.informers().informer(PODS).stop(5.0)
+    api.create(job)
+    api.wait_phase("Pending")
+    for i in range(3):
+        api.fl.patch(api.ns, JOB, {"metadata": {"labels": {"poke": str(i)}}})
+        wait_until(lambda i=i: api.job()["metadata"]["labels"] == {"poke": str(i)})
+        assert gm.controller.wait_idle(5.0)
+    assert len(api.all_pods()) == 3
+    assert sorted(api.workers()) == ["aggregation", "training-0", "training-1"]
