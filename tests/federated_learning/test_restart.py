@@ -157,7 +157,10 @@ def test_creates_that_commit_but_answer_504_make_no_second_pod(
     api: Api, make_gm: GMFactory, sedna_reference: Path, embedded_apiserver: APIServer
 ) -> None:
     """kube-apiserver answers 504 after a slow etcd write that went through: the retry
-    lists the job's pods from the server before creating anything."""
+    lists the job's pods from the server before creating anything (the pod cache is
+    frozen, so only the server can tell the retry what exists)."""
+    from sedna.runtime import PODS
+
     from .helpers import sample_job
 
     job = sample_job(sedna_reference)
@@ -166,6 +169,8 @@ def test_creates_that_commit_but_answer_504_make_no_second_pod(
         504, verbs=["create"], resources=["pods"], count=3, after_commit=True
     )
     gm = make_gm()
+    assert gm.manager is not None
+    gm.manager.container.informers().informer(PODS).stop(5.0)
     api.create(job)
     api.wait_event("WorkerCreateFailed", "504")
     api.wait_workers(3)
