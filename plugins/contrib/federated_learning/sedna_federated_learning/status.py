@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sedna.runtime import active_pod_count
+
 COMPLETE = "Complete"
 FAILED = "Failed"
 TRAINING = "Training"
@@ -96,17 +98,9 @@ def pod_phase(pod: Obj) -> str:
 
 
 def counts(pods: Sequence[Obj]) -> tuple[int, int, int]:
-    """(active, succeeded, failed) as Sedna counts them."""
-    active = succeeded = failed = 0
-    for p in pods:
-        phase = pod_phase(p)
-        if phase == "Succeeded":
-            succeeded += 1
-        elif phase == "Failed":
-            failed += 1
-        elif not (p.get("metadata") or {}).get("deletionTimestamp"):
-            active += 1
-    return active, succeeded, failed
+    """(active, succeeded, failed) as Sedna counts them (active: the runtime's rule)."""
+    phases = [pod_phase(p) for p in pods]
+    return active_pod_count(pods), phases.count("Succeeded"), phases.count("Failed")
 
 
 def phase_of(pods: Sequence[Obj], desired: int) -> str:
