@@ -24,24 +24,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sedna.runtime import attach_credential
+from sedna.runtime import DELETE, INSERT, EdgeMessage, attach_credential, stage_node
 
 from .spec import KIND
 
-INSERT = "insert"
-DELETE = "delete"
-ANNOTATION_PREFIX = "sedna.io/"
 STAGES = ("Train", "Eval", "Deploy")
 
 Getter = Callable[[str, str], Mapping[str, Any] | None]
 """get(namespace, name) -> object or None."""
-
-
-@dataclass(frozen=True)
-class EdgeMessage:
-    node: str
-    operation: str
-    obj: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -58,12 +48,6 @@ def _str_at(obj: Mapping[str, Any] | None, *path: str) -> str:
             return ""
         cur = cur.get(p)
     return cur if isinstance(cur, str) else ""
-
-
-def stage_node(job: Mapping[str, Any], stage: str) -> str:
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
-    value = annotations.get(ANNOTATION_PREFIX + stage) if isinstance(annotations, Mapping) else ""
-    return value if isinstance(value, str) else ""
 
 
 def outgoing(job: Mapping[str, Any]) -> dict[str, Any]:
