@@ -7,7 +7,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY sedna ./sedna
 COPY plugins ./plugins
-RUN pip install --no-cache-dir . ./plugins/incremental_learning ./plugins/contrib/dataset \
+RUN pip install --no-cache-dir . ./plugins/incremental_learning ./plugins/contrib/dataset ./plugins/contrib/lifelong_learning \
     && rm -rf /src
 
 USER 65532:65532
