@@ -1,0 +1,126 @@
+"""Where Sedna's Go LL controller has a bug, we do better: tombstones, lookups, missing inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support.waiting import wait_until
+
+from sedna.embedded.apiserver import APIServer
+from sedna.runtime import DeletedFinalStateUnknown
+
+from .conftest import GMFactory, LCFactory
+from .helpers import (
+    DATASET,
+    DS_NODE,
+    JOB,
+    KIND,
+    TRAIN_INPUT,
+    WORKER_NODE,
+    Api,
+    run_stage,
+    sample_dataset,
+    sample_job,
+    start_sample_job,
+)
+
+
+def test_a_tombstone_delete_reaches_every_lc(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    """Go's syncToEdge casts the tombstone to a job, gets nil and dereferences it."""
+    gm = make_gm()
+    ds_lc = make_lc(gm, DS_NODE)
+    node_lc = make_lc(gm, WORKER_NODE)
+    start_sample_job(api, sedna_reference)
+    run_stage(api, ds_lc, "train", TRAIN_INPUT)
+    node_lc.wait_job_state("Train/Running")
+
+    last = gm.controller.jobs.lister.get(api.ns, JOB)
+    gm.controller._job_deleted(DeletedFinalStateUnknown(f"{api.ns}/{JOB}", last))
+    for lc in (ds_lc, node_lc):
+        deleted = lc.wait_for(KIND, "delete", JOB)
+        assert deleted.payload["kind"] == "LifelongLearningJob"
+
+
+def test_a_delete_the_watch_missed_arrives_as_a_real_tombstone(
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    sedna_reference: Path,
+    embedded_apiserver: APIServer,
+) -> None:
+    faults = embedded_apiserver.faults
+    faults.close_watches_after(1)  # every stream ends after one event; informers re-watch
+    try:
+        gm = make_gm()
+        ds_lc = make_lc(gm, DS_NODE)
+        api.create(sample_dataset(sedna_reference))
+        api.create(sample_job(sedna_reference))
+        ds_lc.wait_job_state("Train/Waiting")
+        jobs = gm.controller.jobs
+        faults.fail(500, verbs=["watch"], resources=["lifelonglearningjobs"])
+        errors = jobs.stats.errors
+        api.jobs.patch(api.ns, JOB, {"metadata": {"annotations": {"poke": "1"}}})
+        wait_until(lambda: jobs.stats.errors > errors, what="job watch failing")
+        api.jobs.delete(api.ns, JOB)  # the informer cannot see this
+        relists = jobs.stats.relists_after_gone
+        faults.reset()
+        faults.compact()  # its resume gets 410 Gone: relist, and the job is missing
+        ds_lc.wait_for(KIND, "delete", JOB)
+        assert jobs.stats.relists_after_gone > relists
+    finally:
+        faults.reset()
+
+
+def test_a_missing_dataset_is_named_and_the_job_wakes_when_it_appears(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    gm = make_gm()
+    ds_lc = make_lc(gm, DS_NODE)
+    api.create(sample_job(sedna_reference))
+    msg = api.wait_event("MissingDataset", f"Dataset {api.ns}/{DATASET}")
+    assert "spec.dataset.name" in msg
+    wait_until(lambda: api.conditions() and api.conditions()[-1].get("reason") == "MissingDataset")
+    assert ds_lc.messages(KIND) == []  # no node to send it to yet
+    api.create(sample_dataset(sedna_reference))
+    ds_lc.wait_job_state("Train/Waiting")  # sent as soon as the Dataset appeared
+    run_stage(api, ds_lc, "train", TRAIN_INPUT)
+    assert gm.controller.wait_idle(5.0)
+
+
+def test_a_ready_report_without_input_blocks_with_the_field_named(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    """Go creates the pod with empty URLs (or errors without saying which input)."""
+    gm = make_gm()
+    ds_lc = make_lc(gm, DS_NODE)
+    start_sample_job(api, sedna_reference)
+    ds_lc.report(api.ns, "eval", "ready", input={"dataURL": "/d.txt"})
+    msg = api.wait_event("InvalidConditionData", "input.models: no model to evaluate")
+    assert msg.startswith("status.conditions[1].data.input.models")
+    ds_lc.report(api.ns, "train", "ready")
+    api.wait_event("InvalidConditionData", "status.conditions[2].data.input: empty input")
+    assert gm.controller.wait_idle(5.0)
+    assert api.worker_pods("train") == [] and api.worker_pods("eval") == []
+    # the LC's next, valid report moves the job on
+    run_stage(api, ds_lc, "train", TRAIN_INPUT)
+
+
+def test_pods_of_another_job_with_a_similar_name_are_not_taken(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    """Go finds a stage's pod by splitting pod names on '-': `demo` and `demo-train`
+    share pods names like `demo-train-train-xxxxx`. Owner references decide here."""
+    gm = make_gm()
+    ds_lc = make_lc(gm, DS_NODE)
+    api.create(sample_dataset(sedna_reference))
+    for name in ("demo", "demo-train"):
+        api.create(sample_job(sedna_reference, name=name))
+        api.wait_latest("Train/Waiting", name)
+    ds_lc.report(api.ns, "train", "ready", name="demo-train", input=TRAIN_INPUT)
+    api.wait_latest("Train/Starting", "demo-train")
+    (pod,) = api.live_pods("train", "demo-train")
+    api.set_phase_and_wait(pod["metadata"]["name"], "Running", "Train/Running", "demo-train")
+    assert gm.controller.wait_idle(5.0)
+    assert api.latest("demo") == "Train/Waiting"
