@@ -13,9 +13,11 @@ from .conftest import GMFactory, LCFactory
 from .helpers import (
     DATASET,
     DS_NODE,
+    EVAL_INPUT,
     JOB,
     KIND,
     TRAIN_INPUT,
+    TRAIN_OUTPUT,
     WORKER_NODE,
     Api,
     run_stage,
@@ -107,20 +109,27 @@ def test_a_ready_report_without_input_blocks_with_the_field_named(
     run_stage(api, ds_lc, "train", TRAIN_INPUT)
 
 
-def test_pods_of_another_job_with_a_similar_name_are_not_taken(
+def test_a_new_round_never_takes_the_still_running_worker_of_the_last_one(
     api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
 ) -> None:
-    """Go finds a stage's pod by splitting pod names on '-': `demo` and `demo-train`
-    share pods names like `demo-train-train-xxxxx`. Owner references decide here."""
+    """Go looks at the newest pod of the stage's type: when the last round's train worker
+    reported but has not exited yet, the next Train/Ready sees it Running, creates no
+    pod, and the old worker "runs" the new round on its old data."""
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    api.create(sample_dataset(sedna_reference))
-    for name in ("demo", "demo-train"):
-        api.create(sample_job(sedna_reference, name=name))
-        api.wait_latest("Train/Waiting", name)
-    ds_lc.report(api.ns, "train", "ready", name="demo-train", input=TRAIN_INPUT)
-    api.wait_latest("Train/Starting", "demo-train")
-    (pod,) = api.live_pods("train", "demo-train")
-    api.set_phase_and_wait(pod["metadata"]["name"], "Running", "Train/Running", "demo-train")
+    start_sample_job(api, sedna_reference)
+    old = run_stage(api, ds_lc, "train", TRAIN_INPUT)
+    ds_lc.report(api.ns, "train", "completed", output=TRAIN_OUTPUT)
+    api.wait_latest("Eval/Waiting")
+    ev = run_stage(api, ds_lc, "eval", EVAL_INPUT)
+    api.set_phase_and_wait(ev["metadata"]["name"], "Succeeded", "Deploy/Waiting")
+    ds_lc.report(api.ns, "deploy", "completed")
+    api.wait_latest("Train/Waiting")
+    assert api.pods.get(api.ns, old["metadata"]["name"])["status"]["phase"] == "Running"
+
+    ds_lc.report(api.ns, "train", "ready", input={**TRAIN_INPUT, "outputDir": "/output/train/2"})
+    api.wait_latest("Train/Starting")
+    names = [p["metadata"]["name"] for p in api.live_pods("train")]
+    assert len(names) == 2 and old["metadata"]["name"] in names
+    assert api.conditions()[-1]["reason"] == "WorkerCreated"
     assert gm.controller.wait_idle(5.0)
-    assert api.latest("demo") == "Train/Waiting"
