@@ -187,3 +187,44 @@ def test_a_lost_create_answer_makes_no_second_inference_worker(
         assert ctl.pods.lister.get(api.ns, pod["metadata"]["name"]) is None  # still blind
     finally:
         faults.reset()
+
+
+def test_a_lost_create_answer_makes_no_second_train_worker(
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    embedded_apiserver: APIServer,
+    sedna_reference: Path,
+) -> None:
+    faults = embedded_apiserver.faults
+    faults.close_watches_after(1)
+    try:
+        gm = make_gm(clock=whole_second_clock())
+        lc = make_lc(gm, DS_NODE)
+        start_sample_job(api, sedna_reference)
+        ctl = gm.controller
+        (inference,) = api.live_pods("inference")
+        wait_until(lambda: ctl.pods.lister.get(api.ns, inference["metadata"]["name"]))
+        faults.fail(500, verbs=["watch"], resources=["pods"])
+        api.set_phase(inference["metadata"]["name"], "Running")  # the pod watch's last event
+        wait_until(
+            lambda: (
+                (ctl.pods.lister.get(api.ns, inference["metadata"]["name"]) or {})
+                .get("status", {})
+                .get("phase")
+                == "Running"
+            ),
+            what="last pod event",
+        )
+        faults.fail(504, verbs=["create"], resources=["pods"], count=1, after_commit=True)
+        lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
+        api.wait_event("WorkerCreateFailed", "504")
+        (train,) = api.live_pods("train")
+        api.jobs.patch(api.ns, JOB, {"metadata": {"annotations": {"poke": "1"}}})  # a sync
+        api.wait_latest("Train/Starting")
+        starting = api.conditions()[-1]
+        assert json.loads(starting["data"]) == {"pod": train["metadata"]["name"]}
+        assert starting["reason"] == "WorkerAdopted"
+        assert len(api.live_pods("train")) == 1
+    finally:
+        faults.reset()
