@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "DEPLOYMENTS": "sedna.runtime.kube",
     "HPAS": "sedna.runtime.kube",
     "INCREMENTAL_LEARNING_JOBS": "sedna.runtime.kube",
+    "LIFELONG_LEARNING_JOBS": "sedna.runtime.kube",
     "MODELS": "sedna.runtime.kube",
     "DATASETS": "sedna.runtime.kube",
     # informers
@@ -146,6 +147,7 @@ __all__ = [
     "INFERENCE_POD_TYPE",
     "INSERT",
     "LEASES",
+    "LIFELONG_LEARNING_JOBS",
     "MODELS",
     "MODEL_HOT_UPDATE_ANNOTATION_KEY",
     "NAMESPACES",
@@ -285,6 +287,7 @@ if TYPE_CHECKING:
         HPAS,
         INCREMENTAL_LEARNING_JOBS,
         LEASES,
+        LIFELONG_LEARNING_JOBS,
         MODELS,
         NAMESPACES,
         NODES,
