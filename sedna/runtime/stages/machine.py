@@ -160,6 +160,16 @@ def recorded_pod(cond: Obj) -> str:
     return pod if isinstance(pod, str) else ""
 
 
+_NOTED = ("reason", "message", "lastHeartbeatTime")
+
+
+def _intent(cond: Obj) -> str:
+    """What a Ready condition asks for, for expectations, the ready tag and lost-create
+    look-ups: the condition without what the machine notes on it (`_note_on_latest`
+    writes a failure's reason there, which must not make a retry a new request)."""
+    return C.fingerprint({k: v for k, v in cond.items() if k not in _NOTED})
+
+
 def _ready_tag(basis: str) -> str:
     """A short, stable digest of a Ready condition, for an annotation value."""
     return hashlib.sha256(basis.encode()).hexdigest()[:20]
@@ -844,7 +854,7 @@ class StageMachine(Controller):
 
     def _restart_inference_worker(self, key: str, job: Obj, spec: Any, latest: Obj) -> str:
         """Deploy without hot update: replace the inference worker so it loads the new model."""
-        basis = C.fingerprint(latest)
+        basis = _intent(latest)
         with self._lock:
             expected = self._expect.get(key)
         if expected is not None and expected.basis == basis:
@@ -879,7 +889,7 @@ class StageMachine(Controller):
         Running that no earlier condition recorded, else created from the condition's
         inputs. Returns (pod name, adopted)."""
         latest = conds[-1]
-        basis = C.fingerprint(latest)
+        basis = _intent(latest)
         with self._lock:
             expected = self._expect.get(key)
         if expected is not None and expected.basis == basis:
