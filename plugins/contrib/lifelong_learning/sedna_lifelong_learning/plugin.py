@@ -25,13 +25,13 @@ FEATURE_NAME = "lifelong_learning"
 KINDS = ("LifelongLearningJob",)
 
 ACCESS = (
-    ApiAccess("sedna.io", ("lifelonglearningjobs",), ("get", "list", "watch", "patch")),
-    ApiAccess("sedna.io", ("lifelonglearningjobs/status",), ("get", "update")),
-    ApiAccess("sedna.io", ("datasets",), ("get", "list", "watch")),
-    ApiAccess("", ("pods",), ("get", "list", "watch", "create", "delete", "patch")),
-    ApiAccess("", ("secrets",), ("get",)),
-    ApiAccess("", ("events",), ("create", "patch")),
+    ApiAccess("sedna.io", ["lifelonglearningjobs"], ["get", "list", "watch", "patch"]),
+    ApiAccess("sedna.io", ["lifelonglearningjobs/status"], ["update"]),
+    ApiAccess("sedna.io", ["datasets"], ["get", "list", "watch"]),
+    ApiAccess("", ["pods"], ["get", "list", "watch", "create", "delete", "patch"]),
+    ApiAccess("", ["secrets"], ["get"]),
 )
+"""Every API call the controller makes (Events are the runtime core's)."""
 
 
 class Options(BaseModel):
