@@ -133,3 +133,27 @@ def test_a_new_round_never_takes_the_still_running_worker_of_the_last_one(
     assert len(names) == 2 and old["metadata"]["name"] in names
     assert api.conditions()[-1]["reason"] == "WorkerCreated"
     assert gm.controller.wait_idle(5.0)
+
+
+def test_a_create_whose_answer_was_lost_makes_no_second_worker(
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    sedna_reference: Path,
+    embedded_apiserver: APIServer,
+) -> None:
+    """The pod create commits but answers 504 (kube-apiserver does so when etcd is slow):
+    Go retries from its cache and runs the stage twice; the stage machine checks first."""
+    gm = make_gm()
+    ds_lc = make_lc(gm, DS_NODE)
+    start_sample_job(api, sedna_reference)
+    embedded_apiserver.faults.fail(
+        504, verbs=["create"], resources=["pods"], count=1, after_commit=True
+    )
+    try:
+        ds_lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
+        api.wait_latest("Train/Starting", timeout=30)
+    finally:
+        embedded_apiserver.faults.reset()
+    assert gm.controller.wait_idle(5.0)
+    assert len(api.worker_pods("train")) == 1
