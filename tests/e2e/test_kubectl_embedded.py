@@ -213,3 +213,5 @@ def test_get_ll_and_il_shows_both_demos(gm: GMProcess, kubectl: Kubectl) -> None
     assert kubectl("get", "ll", "atcii-classifier-demo", "-o", "jsonpath={.kind}") == (
         "LifelongLearningJob"
     )
+    header = kubectl("get", "ll").splitlines()[0].split()
+    assert header == ["NAME", "STAGE", "CONDITION", "MODELS", "AGE"]
