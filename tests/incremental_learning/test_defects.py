@@ -109,6 +109,9 @@ def test_missing_dataset_is_named_on_the_waiting_job_and_sent_when_it_appears(
     api.create(sample_dataset(sedna_reference))  # no resync in 3600 s: the watch sends it
     lc.wait_for(KIND, "insert", JOB)
     lc.wait_for("model", "insert", "initial-model")
+    # the note is gone once the Dataset exists; the state is unchanged
+    wait_until(lambda: "reason" not in api.conditions()[-1], what="the note cleared")
+    assert api.states() == ["Train/Waiting"]
 
 
 def test_missing_initial_model_is_named_and_sent_when_it_appears(

@@ -161,6 +161,7 @@ def recorded_pod(cond: Obj) -> str:
 
 
 _NOTED = ("reason", "message", "lastHeartbeatTime")
+_RETRY_REASON = "RetryAfterFailure"
 
 
 def _intent(cond: Obj) -> str:
@@ -461,6 +462,8 @@ class StageMachine(Controller):
         elif ctype == C.WAITING:
             # the LC decides when the stage is ready; it cannot without these
             self.feature.check_inputs(job, spec, stage)
+            if latest.get("reason") not in (None, "", _RETRY_REASON):
+                self._clear_note(job, latest)  # what blocked the job exists now
         elif ctype == C.READY:
             if stage == C.DEPLOY:
                 if not hot:
@@ -514,7 +517,7 @@ class StageMachine(Controller):
                         f"back to Train in {_seconds(delay)}",
                     )
                     return Result(requeue_after=remaining)
-            new_stage, new_type, reason = C.TRAIN, C.WAITING, "RetryAfterFailure"
+            new_stage, new_type, reason = C.TRAIN, C.WAITING, _RETRY_REASON
             message = f"retry after {failures} failure(s) in a row (backoff {_seconds(delay)})"
         else:
             logger.warning(
@@ -616,6 +619,32 @@ class StageMachine(Controller):
             logger.warning(
                 "{} {}/{}: cannot note {} on its condition: {}", self.kind, ns, name, reason, exc
             )
+
+    def _clear_note(self, job: Obj, basis: Obj) -> None:
+        """Drop a blocking problem noted on a Waiting condition once it is gone.
+
+        Waiting conditions carry no reason but the retry's (the machine's) or none (the
+        LC's), so any other reason is a note of `_note_on_latest`.
+        """
+        meta = _meta(job)
+        ns, name = str(meta.get("namespace")), str(meta.get("name"))
+        basis_fp = C.fingerprint(basis)
+
+        def mutate(fresh: dict[str, Any]) -> bool:
+            conds = fresh.get("status", {}).get("conditions")
+            if not isinstance(conds, list) or not conds or C.fingerprint(conds[-1]) != basis_fp:
+                return False
+            conds[-1].pop("reason", None)
+            conds[-1].pop("message", None)
+            conds[-1]["lastHeartbeatTime"] = C.rfc3339(self.clock.wall())
+            return True
+
+        try:
+            update_status_with_retry(self.jobs_client, ns, name, mutate, current=job)
+        except ApiError as exc:
+            logger.warning("{} {}/{}: cannot clear the noted problem: {}", self.kind, ns, name, exc)
+            return
+        logger.info("{} {}/{}: {} resolved", self.kind, ns, name, basis.get("reason"))
 
     def _changed(
         self,
