@@ -123,6 +123,7 @@ _EXPORTS: dict[str, str] = {
     "failure_backoff": "sedna.runtime.stages.conditions",
     "condition_fingerprint": "sedna.runtime.stages.conditions",
     "report_condition": "sedna.runtime.stages",
+    "route_by_stage": "sedna.runtime.stages",
     # messaging
     "CREDENTIAL_ANNOTATION": "sedna.runtime.messaging",
     "attach_credential": "sedna.runtime.messaging",
@@ -242,6 +243,7 @@ __all__ = [
     "read_owned_pods",
     "recorded_pod",
     "report_condition",
+    "route_by_stage",
     "sedna_resource",
     "split_key",
     "stage_node",
@@ -333,6 +335,7 @@ if TYPE_CHECKING:
         StageRetry,
         recorded_pod,
         report_condition,
+        route_by_stage,
         stage_node,
     )
     from sedna.runtime.stages.conditions import (

@@ -45,6 +45,7 @@ import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from loguru import logger
@@ -161,6 +162,7 @@ def recorded_pod(cond: Obj) -> str:
 
 
 _NOTED = ("reason", "message", "lastHeartbeatTime")
+_RETRY_REASON = "RetryAfterFailure"
 
 
 def _intent(cond: Obj) -> str:
@@ -168,6 +170,14 @@ def _intent(cond: Obj) -> str:
     look-ups: the condition without what the machine notes on it (`_note_on_latest`
     writes a failure's reason there, which must not make a retry a new request)."""
     return C.fingerprint({k: v for k, v in cond.items() if k not in _NOTED})
+
+
+def _last_round_end(conds: list[Obj]) -> datetime | None:
+    """When the newest Completed or Failed condition before the latest was written."""
+    for cond in reversed(conds[:-1]):
+        if cond.get("type") in (C.COMPLETED, C.FAILED):
+            return C.parse_time(cond.get("lastTransitionTime"))
+    return None
 
 
 def _ready_tag(basis: str) -> str:
@@ -461,6 +471,8 @@ class StageMachine(Controller):
         elif ctype == C.WAITING:
             # the LC decides when the stage is ready; it cannot without these
             self.feature.check_inputs(job, spec, stage)
+            if latest.get("reason") not in (None, "", _RETRY_REASON):
+                self._clear_note(job, latest)  # what blocked the job exists now
         elif ctype == C.READY:
             if stage == C.DEPLOY:
                 if not hot:
@@ -514,7 +526,7 @@ class StageMachine(Controller):
                         f"back to Train in {_seconds(delay)}",
                     )
                     return Result(requeue_after=remaining)
-            new_stage, new_type, reason = C.TRAIN, C.WAITING, "RetryAfterFailure"
+            new_stage, new_type, reason = C.TRAIN, C.WAITING, _RETRY_REASON
             message = f"retry after {failures} failure(s) in a row (backoff {_seconds(delay)})"
         else:
             logger.warning(
@@ -616,6 +628,32 @@ class StageMachine(Controller):
             logger.warning(
                 "{} {}/{}: cannot note {} on its condition: {}", self.kind, ns, name, reason, exc
             )
+
+    def _clear_note(self, job: Obj, basis: Obj) -> None:
+        """Drop a blocking problem noted on a Waiting condition once it is gone.
+
+        Waiting conditions carry no reason but the retry's (the machine's) or none (the
+        LC's), so any other reason is a note of `_note_on_latest`.
+        """
+        meta = _meta(job)
+        ns, name = str(meta.get("namespace")), str(meta.get("name"))
+        basis_fp = C.fingerprint(basis)
+
+        def mutate(fresh: dict[str, Any]) -> bool:
+            conds = fresh.get("status", {}).get("conditions")
+            if not isinstance(conds, list) or not conds or C.fingerprint(conds[-1]) != basis_fp:
+                return False
+            conds[-1].pop("reason", None)
+            conds[-1].pop("message", None)
+            conds[-1]["lastHeartbeatTime"] = C.rfc3339(self.clock.wall())
+            return True
+
+        try:
+            update_status_with_retry(self.jobs_client, ns, name, mutate, current=job)
+        except ApiError as exc:
+            logger.warning("{} {}/{}: cannot clear the noted problem: {}", self.kind, ns, name, exc)
+            return
+        logger.info("{} {}/{}: {} resolved", self.kind, ns, name, basis.get("reason"))
 
     def _changed(
         self,
@@ -899,7 +937,22 @@ class StageMachine(Controller):
         # still running (restartPolicy OnFailure keeps a failed one alive) must not take
         # this round, nor may one that finished (Readies can be alike to the second).
         recorded = {recorded_pod(c) for c in conds} - {""}
-        active = [p for p in self._active(job, worker_type) if _meta(p).get("name") not in recorded]
+        tag = _ready_tag(basis)
+        round_ended = _last_round_end(conds)
+
+        def this_round(pod: Obj) -> bool:
+            """Not recorded, and either made for this Ready or (untagged: Sedna's Go GM,
+            a user) created after the last round ended: trimming may drop the condition
+            naming a stale worker, never the end of the round before this Ready."""
+            meta = _meta(pod)
+            if meta.get("name") in recorded:
+                return False
+            if (meta.get("annotations") or {}).get(READY_CONDITION_ANNOTATION) == tag:
+                return True
+            created = C.parse_time(meta.get("creationTimestamp"))
+            return round_ended is None or created is None or created >= round_ended
+
+        active = [p for p in self._active(job, worker_type) if this_round(p)]
         if active:
             pod = _newest(active)
             assert pod is not None
@@ -907,7 +960,6 @@ class StageMachine(Controller):
         # A pod made for this very Ready but already finished: the GM died between the
         # pod and the Starting write, and the worker ran meanwhile. Sedna would run the
         # stage again; we take its result. Recorded pods lose the tag (`_untag`).
-        tag = _ready_tag(basis)
 
         def made_for_this(pod: Obj) -> bool:
             annotations = _meta(pod).get("annotations") or {}
