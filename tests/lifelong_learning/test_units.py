@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import sedna_lifelong_learning.plugin as ll_plugin
 from sedna_lifelong_learning import knowledge_base
-from sedna_lifelong_learning.downstream import DELETE, INSERT, Lookups, plan
+from sedna_lifelong_learning.downstream import Lookups, plan
 from sedna_lifelong_learning.spec import CondData, SpecError, cond_data_from, job_spec
 from sedna_lifelong_learning.upstream import ReportError, parse_report
 from sedna_lifelong_learning.workers import (
@@ -23,7 +23,7 @@ from sedna_lifelong_learning.workers import (
 )
 from support.samples import load_sample
 
-from sedna.runtime import FeatureOptionsError, MountURL, WorkerParam
+from sedna.runtime import DELETE, INSERT, FeatureOptionsError, MountURL, WorkerParam
 
 JOB = "atcii-classifier-demo"
 INFO = JobInfo("default", JOB, "http://localhost:9100", "http://localhost:9020")
