@@ -15,6 +15,7 @@ from sedna.embedded.plays import default_plays
 from sedna.embedded.plays.lifelong_learning import LifelongLearningPlay
 from sedna.runtime.clock import FakeClock
 from sedna.runtime.config import WebsocketConfig
+from sedna.runtime.kube import DATASETS, KubeClient
 from sedna.runtime.messaging import MessageLayer, UpstreamMessage, UpstreamRegistry
 from sedna.runtime.metrics import Metrics
 
@@ -266,3 +267,38 @@ def test_deleted_job_is_forgotten_and_other_kinds_are_left_alone(gm: GM, lc: Sim
     assert not play.on_worker_finished(lc, worker_pod("train", owner_kind="Other"))
     gm.send(job([]), operation="delete")
     wait_for(lambda: not play.jobs, "the job forgotten")
+
+
+def test_a_dataset_the_gm_never_sent_is_read_from_the_api(
+    gm: GM, clock: FakeClock, api_client: Any, namespace: str
+) -> None:
+    """Without the GM's dataset feature the LC still finds the job's Dataset."""
+    kube = KubeClient(api_client)
+    kube.resource(DATASETS).create(
+        namespace,
+        {
+            "apiVersion": "sedna.io/v1alpha1",
+            "kind": "Dataset",
+            "metadata": {"name": "ds"},
+            "spec": {"url": "/data/trainData.csv", "format": "csv", "nodeName": NODE},
+        },
+    )
+    sim = SimulatedLC(
+        NODE,
+        f"ws://127.0.0.1:{gm.layer.port}/",
+        kube=kube,
+        clock=clock,
+        reconnect_seconds=0.05,
+        plays=[LifelongLearningPlay()],
+    )
+    sim.start()
+    try:
+        wait_for(sim.connected.is_set, "the LC to connect")
+        payload = job([cond("Train", "Waiting")])
+        payload["metadata"]["namespace"] = namespace
+        gm.send(payload)
+        ready = advance_until(clock, lambda: gm.find("train", "ready"), "train/ready")
+        assert ready["input"]["outputDir"] == "/output/train/1"
+        assert not sim.datasets  # read for the job, not taken for one the GM sent
+    finally:
+        sim.stop()
