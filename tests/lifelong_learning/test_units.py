@@ -115,6 +115,7 @@ _DELETE = object()
             "the pod template needs at least one container",
         ),
         ("dataset.trainProb", 2, "spec.dataset.trainProb", "less than or equal to 1"),
+        ("dataset.trainProb", _DELETE, "spec.dataset.trainProb", "required field is missing"),
     ],
 )
 def test_bad_spec_names_the_field(

@@ -95,7 +95,7 @@ class _Templated(_View):
 
 class DatasetRef(_View):
     name: str = Field(min_length=1)
-    trainProb: float = Field(default=0.0, strict=False, ge=0, le=1)
+    trainProb: float = Field(strict=False, ge=0, le=1)  # required, as in the CRD
 
 
 def _clock_time(value: object) -> str:
