@@ -54,6 +54,7 @@ from sedna.runtime.context import ControllerContext
 from sedna.runtime.controller import Controller, Result
 from sedna.runtime.informers import (
     DeletedFinalStateUnknown,
+    HandlerRegistration,
     ResourceEventHandlerFuncs,
     meta_namespace_key,
     split_key,
@@ -239,7 +240,8 @@ class StageMachine(Controller):
             )
         )
         for dep in feature.dependencies():
-            dep.informer.add_event_handler(_DependencyHandler(self, dep))
+            handler = _DependencyHandler(self, dep)
+            handler.registration = dep.informer.add_event_handler(handler)
         ctx.upstream.register(feature.kind, self.handle_report)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -312,9 +314,15 @@ class StageMachine(Controller):
         if key is not None:
             self.enqueue(key)
 
-    def _dependency_changed(self, dep: Dependency, old: Obj | None, new: Obj) -> None:
+    def _dependency_changed(
+        self, dep: Dependency, old: Obj | None, new: Obj, *, initial: bool
+    ) -> None:
         """An object jobs refer to appeared (or its spec changed): sync the jobs that
-        name it and send them downstream now (their LCs may be waiting for it)."""
+        name it and send them downstream now (their LCs may be waiting for it).
+
+        The adds of the informer's first list (`initial`) only sync: those objects
+        existed when the jobs were sent, so their LCs have them.
+        """
         if old is not None and old.get("spec") == new.get("spec"):
             return
         meta = _meta(new)
@@ -322,7 +330,8 @@ class StageMachine(Controller):
         for job in self.jobs.lister.list(ns):
             if name in dep.names(job):
                 self._enqueue_obj(job)
-                self._downstream(INSERT, job)
+                if not initial:
+                    self._downstream(INSERT, job)
 
     # -- downstream ------------------------------------------------------------------
 
@@ -988,18 +997,22 @@ class StageMachine(Controller):
         return name, adopted
 
 
-@dataclass(frozen=True)
+@dataclass
 class _DependencyHandler:
     """Events of a dependency's informer: only adds and spec changes matter."""
 
     machine: StageMachine
     dep: Dependency
+    registration: HandlerRegistration | None = None
+
+    def _initial(self) -> bool:
+        return self.registration is None or not self.registration.has_synced()
 
     def on_add(self, obj: Obj) -> None:
-        self.machine._dependency_changed(self.dep, None, obj)
+        self.machine._dependency_changed(self.dep, None, obj, initial=self._initial())
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        self.machine._dependency_changed(self.dep, old, new)
+        self.machine._dependency_changed(self.dep, old, new, initial=False)
 
     def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         pass
