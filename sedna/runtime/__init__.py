@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "DEPLOYMENTS": "sedna.runtime.kube",
     "HPAS": "sedna.runtime.kube",
     "INCREMENTAL_LEARNING_JOBS": "sedna.runtime.kube",
+    "LIFELONG_LEARNING_JOBS": "sedna.runtime.kube",
     "MODELS": "sedna.runtime.kube",
     "DATASETS": "sedna.runtime.kube",
     # informers
@@ -122,6 +123,7 @@ _EXPORTS: dict[str, str] = {
     "failure_backoff": "sedna.runtime.stages.conditions",
     "condition_fingerprint": "sedna.runtime.stages.conditions",
     "report_condition": "sedna.runtime.stages",
+    "route_by_stage": "sedna.runtime.stages",
     # messaging
     "CREDENTIAL_ANNOTATION": "sedna.runtime.messaging",
     "attach_credential": "sedna.runtime.messaging",
@@ -146,6 +148,7 @@ __all__ = [
     "INFERENCE_POD_TYPE",
     "INSERT",
     "LEASES",
+    "LIFELONG_LEARNING_JOBS",
     "MODELS",
     "MODEL_HOT_UPDATE_ANNOTATION_KEY",
     "NAMESPACES",
@@ -240,6 +243,7 @@ __all__ = [
     "read_owned_pods",
     "recorded_pod",
     "report_condition",
+    "route_by_stage",
     "sedna_resource",
     "split_key",
     "stage_node",
@@ -285,6 +289,7 @@ if TYPE_CHECKING:
         HPAS,
         INCREMENTAL_LEARNING_JOBS,
         LEASES,
+        LIFELONG_LEARNING_JOBS,
         MODELS,
         NAMESPACES,
         NODES,
@@ -330,6 +335,7 @@ if TYPE_CHECKING:
         StageRetry,
         recorded_pod,
         report_condition,
+        route_by_stage,
         stage_node,
     )
     from sedna.runtime.stages.conditions import (
