@@ -138,6 +138,7 @@ _EXPORTS: dict[str, str] = {
     "WorkerReports": "sedna.runtime.worker_reports",
     "REASON_INVALID_REPORT": "sedna.runtime.worker_reports",
     "MAX_CONDITION_DATA": "sedna.runtime.worker_reports",
+    "MAX_OWNER_INFO_KEYS": "sedna.runtime.worker_reports",
     "check_pod_template": "sedna.runtime.workers.template_check",
     "checked_template": "sedna.runtime.workload_specs",
     "model_mount": "sedna.runtime.workload_specs",
@@ -174,6 +175,7 @@ __all__ = [
     "INFERENCE_POD_TYPE",
     "LEASES",
     "MAX_CONDITION_DATA",
+    "MAX_OWNER_INFO_KEYS",
     "MODELS",
     "MODEL_HOT_UPDATE_ANNOTATION_KEY",
     "NAMESPACES",
@@ -376,6 +378,7 @@ if TYPE_CHECKING:
     from sedna.runtime.upstream import UpstreamHandler, UpstreamMessage, UpstreamRegistry
     from sedna.runtime.worker_reports import (
         MAX_CONDITION_DATA,
+        MAX_OWNER_INFO_KEYS,
         REASON_INVALID_REPORT,
         OwnerInfoReport,
         WorkerReportError,
