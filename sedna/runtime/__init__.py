@@ -90,6 +90,7 @@ _EXPORTS: dict[str, str] = {
     "convert_map_to_metrics": "sedna.runtime.workers",
     "JobRef": "sedna.runtime.workers",
     "job_ref": "sedna.runtime.workers",
+    "go_json": "sedna.runtime.workers.helpers",
     # owned workloads (Deployments, Services, HPAs a resource controls)
     "WorkloadController": "sedna.runtime.workloads",
     "StatusDecision": "sedna.runtime.workloads",
@@ -221,6 +222,7 @@ __all__ = [
     "deployment_failure_message",
     "deployment_health",
     "generate_labels",
+    "go_json",
     "hookimpl",
     "is_finished",
     "job_ref",
@@ -333,6 +335,7 @@ if TYPE_CHECKING:
         node_ip,
         worker_selector,
     )
+    from sedna.runtime.workers.helpers import go_json
     from sedna.runtime.workloads import (
         CONDITION_FAILED,
         CONDITION_PENDING,
