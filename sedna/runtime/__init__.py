@@ -90,6 +90,7 @@ _EXPORTS: dict[str, str] = {
     "convert_map_to_metrics": "sedna.runtime.workers",
     "JobRef": "sedna.runtime.workers",
     "job_ref": "sedna.runtime.workers",
+    "go_json": "sedna.runtime.workers.helpers",
     # owned workloads (Deployments, Services, HPAs a resource controls)
     "WorkloadController": "sedna.runtime.workloads",
     "StatusDecision": "sedna.runtime.workloads",
@@ -266,6 +267,7 @@ __all__ = [
     "deployment_health",
     "enqueue_on_model",
     "generate_labels",
+    "go_json",
     "hookimpl",
     "is_finished",
     "job_decision",
@@ -413,6 +415,7 @@ if TYPE_CHECKING:
         node_ip,
         worker_selector,
     )
+    from sedna.runtime.workers.helpers import go_json
     from sedna.runtime.workers.template_check import (
         check_pod_template,
     )
