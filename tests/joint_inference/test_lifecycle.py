@@ -275,3 +275,40 @@ def test_a_missing_model_waits_and_the_service_starts_when_it_appears(
     assert api.names("deployments") == []
     api.create_models()
     api.until_running()
+
+
+def ji_samples(ref: Path) -> list[dict[str, Any]]:
+    import yaml
+
+    out = []
+    for f in sorted((ref / "crd-samples").glob("*.yaml")):
+        for doc in yaml.safe_load_all(f.read_text()):
+            if doc and doc.get("kind") == "JointInferenceService":
+                doc["metadata"].pop("namespace", None)
+                out.append(doc)
+    return out
+
+
+def test_every_sedna_sample_is_accepted_and_reconciled(
+    api: Api,
+    make_gm: GMFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    samples = ji_samples(sedna_reference)
+    assert samples
+    deployment_controller()
+    make_gm()
+    for s in samples:
+        for worker in ("cloudWorker", "edgeWorker"):
+            name = s["spec"][worker]["model"]["name"]
+            if name not in [m["metadata"]["name"] for m in api.models.list(api.ns)["items"]]:
+                api.models.create(api.ns, {"apiVersion": "sedna.io/v1alpha1", "kind": "Model",
+                                           "metadata": {"name": name},
+                                           "spec": {"url": "/m", "format": "pb"}})  # fmt: skip
+        api.create(s)
+    for s in samples:
+        api.until_running(s["metadata"]["name"])
+        name = s["metadata"]["name"]
+        assert f"{name}-deployment-cloud" in api.names("deployments")
+        assert f"{name}-deployment-edge" in api.names("deployments")

@@ -189,7 +189,9 @@ class Handlers:
                 "MethodNotAllowed",
                 "the server does not allow this method on the requested resource",
             )
-        await self._faults(verb, plural if sub is None else f"{plural}/{sub}")
+        resource = plural if sub is None else f"{plural}/{sub}"
+        self.faults.observe(request.headers.get("User-Agent", ""), verb, rt.group, resource)
+        await self._faults(verb, resource)
         target: Target | None = None
         if verb in ("get", "list", "watch"):
             target = negotiation.negotiate(request.headers.get("Accept", ""))
