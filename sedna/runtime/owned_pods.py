@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -126,8 +127,10 @@ class OwnedPods:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.api = ctx.kube.resource(PODS)
-        # (owner uid, want key) -> (pod name, monotonic deadline): creates not yet cached
+        # (owner uid, want key) -> (pod name, monotonic deadline): creates not yet cached;
+        # shared by the controller's worker threads
         self._expected: dict[tuple[str, str], tuple[str, float]] = {}
+        self._lock = threading.Lock()
 
     def _template_with_identity(self, want: PodWant, want_hash: str) -> dict[str, Any]:
         template = copy.deepcopy(dict(want.template))
@@ -158,12 +161,17 @@ class OwnedPods:
         for pod in pods:
             by_key.setdefault(_annotation(pod, POD_KEY_ANNOTATION) or "", []).append(pod)
         now = self.ctx.clock.now()
+        with self._lock:
+            # expired expectations go (an owner deleted before its pod was seen): bounded
+            for k in [k for k, (_, deadline) in self._expected.items() if deadline <= now]:
+                del self._expected[k]
         keys = {w.key for w in wants}
         for want in wants:
             want_hash = self._want_hash(owner, want)
             current = [p for p in by_key.get(want.key, []) if not _meta(p).get("deletionTimestamp")]
             if current:
-                self._expected.pop((uid, want.key), None)
+                with self._lock:
+                    self._expected.pop((uid, want.key), None)
             live = [p for p in current if _phase(p) not in ("Succeeded", "Failed")]
             ended = [p for p in current if _phase(p) in ("Succeeded", "Failed")]
             if create:
@@ -188,7 +196,8 @@ class OwnedPods:
                     reason = (last.get("status") or {}).get("reason") or "Failed"
                     seen.failed_messages.append(f"pod {_meta(last).get('name')}: {reason}")
                 continue
-            expected = self._expected.get((uid, want.key))
+            with self._lock:
+                expected = self._expected.get((uid, want.key))
             if expected is not None and expected[1] > now:
                 seen.active += 1
                 continue
@@ -199,7 +208,8 @@ class OwnedPods:
                 owner, template, want.param, field=want.field
             )
             name = str(_meta(pod).get("name") or "")
-            self._expected[(uid, want.key)] = (name, now + EXPECTATION_SECONDS)
+            with self._lock:
+                self._expected[(uid, want.key)] = (name, now + EXPECTATION_SECONDS)
             seen.created.append(f"Pod {name}")
             seen.active += 1
             logger.info(
@@ -214,11 +224,6 @@ class OwnedPods:
                     if not _meta(pod).get("deletionTimestamp"):
                         self._delete(ns, pod, seen, "no worker of the spec names it")
         return seen
-
-    def forget(self, owner_uid: str) -> None:
-        """Drop the expectations of a deleted owner."""
-        for k in [k for k in self._expected if k[0] == owner_uid]:
-            del self._expected[k]
 
     def _delete(self, ns: str, pod: Obj, seen: PodsSeen, why: str) -> None:
         name = str(_meta(pod).get("name") or "")

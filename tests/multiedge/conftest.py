@@ -4,6 +4,7 @@ stays here)."""
 
 from __future__ import annotations
 
+from support.deployments import deployment_controller as deployment_controller
 from support.fixtures import _mutation_detector as _mutation_detector
 from support.fixtures import api as api
 from support.fixtures import harness_fixture

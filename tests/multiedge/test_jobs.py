@@ -4,6 +4,7 @@ healing, a restart without duplicates, LC reports kept, malformed specs and repo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -192,3 +193,21 @@ def test_video_analytics_waits_for_its_model(make_gm: Any, api: Api) -> None:
     assert status["conditions"][-1]["reason"] == "ModelNotFound"
     api.create(model("va-model"))
     api.wait_pods("va-demo", 1, "videoanalytics")
+
+
+def test_a_create_not_yet_in_the_cache_is_not_repeated(make_gm: Any, api: Api) -> None:
+    """Expectations: a sync that does not see the pod the previous one created (the cache
+    lags) makes no second pod."""
+    gm = start(make_gm, api, "ReidJob")
+    kind, name, wtype = REID
+    api.wait_pods(name, 1, wtype)
+    assert gm.manager is not None
+    controller = next(f.controller for f in gm.manager.features if f.name == "reid")
+    owner = {**api.owner(kind, name), "kind": kind, "apiVersion": "sedna.io/v1alpha1"}
+    want = controller.plan(owner).extra["pods"][0]  # type: ignore[attr-defined]
+    probe = (dataclasses.replace(want, key="probe"),)
+    pods = controller.owned_pods  # type: ignore[attr-defined]
+    first = pods.ensure(owner, probe, [])
+    second = pods.ensure(owner, probe, [])  # the cache has not shown the first one's pod
+    assert (len(first.created), first.active) == (1, 1)
+    assert (second.created, second.active) == ([], 1)

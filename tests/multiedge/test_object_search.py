@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from support.logs import LogCapture
+
 from .helpers import GM, Api, env_of, fixed_sample, sample, wait_until
 
 KIND = "ObjectSearchService"
@@ -191,3 +193,16 @@ def test_malformed_specs_name_the_field(make_gm: Any, api: Api, sedna_reference:
         assert status["conditions"][-1]["message"].startswith(field + ":"), status
         api.wait_event_on(name, "InvalidSpec", field)
         assert api.pods_of(name) == []
+
+
+def test_lc_reports_for_the_kind_are_rejected_and_named(
+    make_gm: Any, make_lc: Any, api: Api, sedna_reference: Path, logs: LogCapture
+) -> None:
+    """Sedna's handler for this kind is a stub; ours registers none, so the message layer
+    rejects the report with a log line naming node, kind and name."""
+    gm = start(make_gm, api, sedna_reference)
+    api.wait_pods(NAME, 2, "trackingworker")
+    lc = make_lc(gm, "edge0")
+    lc.report(api.ns, "objectsearchservice", NAME, {"phase": "inference"})
+    logs.wait("edge0", "objectsearchservice", NAME, "no handler for kind")
+    assert "metrics" not in api.status(KIND, NAME)
