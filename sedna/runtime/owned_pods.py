@@ -35,11 +35,13 @@ from sedna.runtime.context import ControllerContext
 from sedna.runtime.controller import Result
 from sedna.runtime.informers import split_key
 from sedna.runtime.kube import PODS, NotFound, Resource
+from sedna.runtime.workers.errors import WorkerError
 from sedna.runtime.workers.types import WorkerParam
 from sedna.runtime.workloads.conditions import (
     CONDITION_FAILED,
     CONDITION_PENDING,
     CONDITION_RUNNING,
+    REASON_INVALID_SPEC,
     latest_condition,
 )
 from sedna.runtime.workloads.controller import StatusDecision, WorkloadController
@@ -359,7 +361,13 @@ class PodWorkloadController(WorkloadController):
     def decide(self, owner: Obj, plan: WorkloadPlan, observed: Observed) -> StatusDecision:
         wants: Sequence[PodWant] = tuple(plan.extra.get("pods") or ())
         finished = self.job_style and _completed(owner)
-        pods = self.owned_pods.ensure(owner, wants, observed.pods, create=not finished)
+        try:
+            pods = self.owned_pods.ensure(owner, wants, observed.pods, create=not finished)
+        except WorkerError as exc:  # a template or secret the runtime cannot use
+            active = int((owner.get("status") or {}).get("active") or 0)
+            return StatusDecision(
+                CONDITION_FAILED, REASON_INVALID_SPEC, f"{exc.field}: {exc.message}", active, 0
+            )
         for what in pods.created:
             self.ctx.events.normal(owner, "SuccessfulCreate", f"Created {what}")
         for what in pods.deleted:

@@ -211,3 +211,30 @@ def test_a_create_not_yet_in_the_cache_is_not_repeated(make_gm: Any, api: Api) -
     second = pods.ensure(owner, probe, [])  # the cache has not shown the first one's pod
     assert (len(first.created), first.active) == (1, 1)
     assert (second.created, second.active) == ([], 1)
+
+
+def test_a_model_secret_that_is_missing_is_named(make_gm: Any, api: Api) -> None:
+    make_gm()
+    api.create(model("va-model", credentialName="s3-creds"))
+    api.create(video_analytics_job())
+    status = api.wait_condition("VideoAnalyticsJob", "va-demo", "Failed")
+    cond = status["conditions"][-1]
+    assert cond["reason"] == "InvalidSpec"
+    assert "Model va-model: spec.credentialName" in cond["message"]
+    assert "s3-creds" in cond["message"]
+    api.wait_event_on("va-demo", "InvalidSpec", "s3-creds")
+    assert api.pods_of("va-demo") == []
+    # not terminal: the secret appears, the Model changes, the job starts
+    api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s3-creds", "annotations": {"s3-endpoint": "s3.local"}},
+            "stringData": {"ACCESS_KEY_ID": "a", "SECRET_ACCESS_KEY": "b"},
+        }
+    )
+    api.models.patch(api.ns, "va-model", {"metadata": {"labels": {"touched": "1"}}})
+    (pod,) = api.wait_pods("va-demo", 1, "videoanalytics")
+    init = pod["spec"]["initContainers"][0]
+    refs = [e for e in init.get("env") or [] if "valueFrom" in e]
+    assert refs and all(e["valueFrom"]["secretKeyRef"]["name"] == "s3-creds" for e in refs)
