@@ -312,3 +312,45 @@ def test_every_sedna_sample_is_accepted_and_reconciled(
         name = s["metadata"]["name"]
         assert f"{name}-deployment-cloud" in api.names("deployments")
         assert f"{name}-deployment-edge" in api.names("deployments")
+
+
+def test_a_failed_deployment_fails_the_service_for_good(
+    api: Api,
+    make_gm: GMFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    """The edge pod never becomes Ready: past its progress deadline (virtual time) the
+    Deployment fails, the service is Failed (Sedna's workerFailed) and, as in Sedna, left
+    as it is: a deleted Deployment is no longer recreated."""
+    from sedna.runtime import FakeClock
+
+    clock = FakeClock()
+    deployment_controller(clock=clock)
+    gm = make_gm()
+    api.create_models()
+    api.create(sample_service(sedna_reference))
+    api.wait_condition("Pending")
+    wait_until(lambda: len(api.names("pods")) == 2, 10.0, "pods")
+    for p in api.pods.list(api.ns)["items"]:
+        if "deployment-cloud" in p["metadata"]["name"]:
+            api.pods.patch(api.ns, p["metadata"]["name"], {"status": {
+                "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+                subresource="status")  # fmt: skip
+    wait_until(clock.has_waiters, 10.0, "the deadline check on the clock")
+    clock.step(601)
+    api.wait_condition("Failed")
+    status = api.status()
+    assert api.latest() == ("Failed", "workerFailed")
+    assert (status["active"], status["failed"]) == (1, 1)
+    assert "ProgressDeadlineExceeded" not in status["conditions"][-1]["message"]
+    assert EDGE_DEPLOYMENT in status["conditions"][-1]["message"]
+    assert api.condition_types() == ["Pending", "Failed"]
+    api.wait_event("workerFailed", "timed out progressing")
+    api.deployments.delete(api.ns, CLOUD_DEPLOYMENT)
+    wait_until(lambda: api.names("deployments") == [EDGE_DEPLOYMENT], 10.0, "deleted")
+    api.jis.patch(api.ns, SAMPLE, {"metadata": {"labels": {"poke": "1"}}})  # a sync
+    assert gm.manager is not None
+    assert gm.manager.features[0].controller.wait_idle(5)  # type: ignore[attr-defined]
+    assert api.condition_types() == ["Pending", "Failed"]
+    assert api.names("deployments") == [EDGE_DEPLOYMENT]
