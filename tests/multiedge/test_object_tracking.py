@@ -126,6 +126,10 @@ def test_sednas_sample_as_is_is_accepted_and_answered(
     make_gm()
     api.create(sample(sedna_reference, SAMPLE))  # the API server takes it
     status = api.wait_condition(KIND, NAME, "Failed")
-    assert status["conditions"][-1]["message"].startswith(
-        "spec.reidWorkers.template.spec.containers[0]"
-    ) or status["conditions"][-1]["message"].startswith("spec.trackingWorkers[0]")
+    message = status["conditions"][-1]["message"]
+    # the first fault met: the capitalised container name, before its list env value
+    assert message == (
+        "spec.trackingWorkers[0].template.spec.containers[0].name: 'trackingWoker0' is not "
+        "a lowercase RFC 1123 label"
+    )
+    assert api.pods_of(NAME) == []
