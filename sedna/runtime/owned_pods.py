@@ -106,6 +106,7 @@ class PodsSeen:
     succeeded: int = 0
     failed: int = 0
     failed_messages: list[str] = field(default_factory=list)
+    succeeded_messages: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
 
@@ -193,6 +194,7 @@ class OwnedPods:
                 last = ended[-1]
                 if _phase(last) == "Succeeded":
                     seen.succeeded += 1
+                    seen.succeeded_messages.append(f"pod {_meta(last).get('name')}: exited")
                 else:
                     seen.failed += 1
                     reason = (last.get("status") or {}).get("reason") or "Failed"
@@ -254,12 +256,14 @@ def service_decision(observed: Observed, pods: PodsSeen, wanted_pods: int) -> St
     """Service style (ObjectSearchService, ObjectTrackingService): pods and Deployments.
 
     As in Sedna, ``active`` counts active pods plus active Deployments and a worker that
-    failed makes the service terminally ``Failed``; unlike Sedna, ``Running`` waits until
+    failed or ended makes the service terminally ``Failed``; unlike Sedna, ``Running`` waits until
     every Deployment is Available and every pod runs (``Pending`` before), and a pod
     deleted by someone is made again instead of failing the service.
     """
     dep_active, dep_failed, waiting = _deployment_counts(observed)
-    failures = pods.failed_messages + dep_failed
+    # a service worker that ended, even with success, serves no more: a failure, as Sedna
+    # counts it (needed pods minus active ones)
+    failures = pods.failed_messages + pods.succeeded_messages + dep_failed
     active = pods.active + dep_active
     if failures:
         return StatusDecision(

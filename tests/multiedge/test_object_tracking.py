@@ -133,3 +133,16 @@ def test_sednas_sample_as_is_is_accepted_and_answered(
         "a lowercase RFC 1123 label"
     )
     assert api.pods_of(NAME) == []
+
+
+def test_a_tracking_worker_that_exits_fails_the_service(
+    make_gm: Any, api: Api, sedna_reference: Path
+) -> None:
+    """A service worker that ended serves no more, even with exit code 0 (as Sedna
+    counts it)."""
+    start(make_gm, api, sedna_reference)
+    pods = api.wait_pods(NAME, 2, "trackingworker")
+    api.set_phase(pods[1], "Succeeded")
+    status = api.wait_condition(KIND, NAME, "Failed")
+    assert f"pod {pods[1]['metadata']['name']}: exited" in status["conditions"][-1]["message"]
+    assert status["failed"] == 1
