@@ -214,7 +214,10 @@ class DeploymentController(Controller):
 
         wanted = {_pod_name(name, uid, thash, i) for i in range(desired)}
         have = {str(p["metadata"]["name"]) for p in current}
-        for pod_name in sorted(wanted - have):
+        missing = sorted(wanted - have)
+        if missing and not self._still_there(ns, name, uid):
+            return None  # a stale cache: the delete event is on its way
+        for pod_name in missing:
             self._create(key, dep, template, thash, pod_name)
         for p in current:
             if p["metadata"]["name"] not in wanted:
@@ -225,6 +228,19 @@ class DeploymentController(Controller):
                 self._delete(p, "replaced by the new template")
             old = []
         return self._write_status(dep, desired, thash, current, old, ready_current)
+
+    def _still_there(self, ns: str, name: str, uid: str) -> bool:
+        """Whether the server still has this Deployment (not one deleted or recreated since).
+
+        The API server accepts a pod whose owner is gone, so creating from a stale cache
+        would leave an orphan next to the new Deployment's pods.
+        """
+        try:
+            fresh = self.deployments_api.get(ns, name)
+        except NotFound:
+            return False
+        meta = fresh.get("metadata") or {}
+        return meta.get("uid") == uid and not meta.get("deletionTimestamp")
 
     def _create(self, key: str, dep: Obj, template: Obj, thash: str, pod_name: str) -> None:
         meta = dep["metadata"]

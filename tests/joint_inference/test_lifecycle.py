@@ -337,6 +337,9 @@ def test_a_failed_deployment_fails_the_service_for_good(
             api.pods.patch(api.ns, p["metadata"]["name"], {"status": {
                 "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
                 subresource="status")  # fmt: skip
+    api.wait_deployment(
+        CLOUD_DEPLOYMENT, lambda d: (d.get("status") or {}).get("availableReplicas") == 1
+    )
     wait_until(clock.has_waiters, 10.0, "the deadline check on the clock")
     clock.step(601)
     api.wait_condition("Failed")

@@ -136,8 +136,9 @@ def test_killed_after_the_service_and_between_the_deployments(
     api.deployments.delete(api.ns, EDGE_DEPLOYMENT)
     wait_until(lambda: len(api.names("pods")) == 1, 10.0, "the edge pod collected")
     gm.start()
+    wait_until(lambda: api.names("deployments") == expected_names(), 10.0, "the edge one again")
+    wait_until(lambda: len(api.names("pods")) == 2, 10.0, "its pod")
     api.until_running()
-    assert api.names("deployments") == expected_names()
     assert api.deployments.get(api.ns, CLOUD_DEPLOYMENT)["metadata"]["uid"] == cloud_uid
     assert len(api.names("pods")) == 2
 
