@@ -357,3 +357,25 @@ def test_a_failed_deployment_fails_the_service_for_good(
     assert gm.manager.features[0].controller.wait_idle(5)  # type: ignore[attr-defined]
     assert api.condition_types() == ["Pending", "Failed"]
     assert api.names("deployments") == [EDGE_DEPLOYMENT]
+
+
+def test_changes_reach_the_lc_as_insert_and_a_move_deletes_on_the_old_node(
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    """Sedna's GM sends `update` on a change, which its LC rejects; we send `insert`."""
+    gm, old = start(api, make_gm, make_lc, deployment_controller)
+    new = make_lc(gm, "edge-node-2")
+    api.create(sample_service(sedna_reference))
+    old.wait_for("insert")
+    api.patch_spec({"edgeWorker": {"hardExampleMining": {"name": "CrossEntropy"}}})
+    old.wait_for("insert", pred=lambda m: "CrossEntropy" in json.dumps(m.payload))
+    template = api.ji()["spec"]["edgeWorker"]["template"]
+    template["spec"]["nodeName"] = "edge-node-2"
+    api.patch_spec({"edgeWorker": {"template": template}})
+    old.wait_for("delete")
+    new.wait_for("insert")
+    assert not old.messages("update") and not new.messages("update")

@@ -25,7 +25,7 @@ import contextlib
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from loguru import logger
@@ -52,6 +52,9 @@ from sedna.runtime.workers.services import (
     service_name,
 )
 from sedna.runtime.workloads.wants import DeploymentWant, HPAWant, ServiceWant, WorkloadPlan
+
+if TYPE_CHECKING:
+    from sedna.runtime.context import ControllerContext
 
 __all__ = [
     "SPEC_HASH_ANNOTATION",
@@ -179,7 +182,7 @@ class OwnedWorkloads:
 
     def __init__(
         self,
-        ctx: Any,
+        ctx: ControllerContext,
         owner: Resource,
         enqueue: Callable[[str], None],
         *,
