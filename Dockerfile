@@ -8,6 +8,7 @@ COPY pyproject.toml README.md ./
 COPY sedna ./sedna
 COPY plugins ./plugins
 RUN pip install --no-cache-dir . ./plugins/incremental_learning ./plugins/contrib/dataset \
+    ./plugins/contrib/federated_learning \
     ./plugins/contrib/joint_inference \
     && rm -rf /src
 

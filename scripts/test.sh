@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 VPY=.venv/bin/python
 "$VPY" -m pip install --quiet --disable-pip-version-check --upgrade pip setuptools wheel
-"$VPY" -m pip install --quiet --disable-pip-version-check -e ".[test]" -e plugins/incremental_learning -e plugins/contrib/dataset -e plugins/contrib/joint_inference
+"$VPY" -m pip install --quiet --disable-pip-version-check -e ".[test]" -e plugins/incremental_learning -e plugins/contrib/dataset -e plugins/contrib/federated_learning -e plugins/contrib/joint_inference
 
 # kubectl for the kubectl compatibility tests (Debian's kubernetes-client).
 if ! command -v kubectl >/dev/null 2>&1; then
@@ -31,7 +31,7 @@ echo "== ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 echo "== mypy --strict"
-.venv/bin/mypy --strict sedna plugins/incremental_learning/sedna_incremental_learning plugins/contrib/dataset/sedna_dataset plugins/contrib/joint_inference/sedna_joint_inference examples/embed
+.venv/bin/mypy --strict sedna plugins/incremental_learning/sedna_incremental_learning plugins/contrib/dataset/sedna_dataset plugins/contrib/federated_learning/sedna_federated_learning plugins/contrib/joint_inference/sedna_joint_inference examples/embed
 echo "== import-linter"
 .venv/bin/lint-imports
 echo "== pytest"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import threading
-from collections import deque
 from dataclasses import dataclass, field
 
 
@@ -23,15 +22,13 @@ class FailureRule:
     resources: frozenset[str] = frozenset()
     remaining: int | None = None
     seen: int = 0
+    after_commit: bool = False
 
     def matches(self, verb: str, resource: str) -> bool:
         """Whether this rule applies to the request at all."""
         return (not self.verbs or verb in self.verbs) and (
             not self.resources or resource in self.resources
         )
-
-
-AUDIT_LIMIT = 10_000
 
 
 @dataclass
@@ -50,10 +47,6 @@ class FaultInjector:
     gone_next_watches: int = 0
     compact_requested: bool = False
     injected: int = 0
-    # Request audit (tests of least privilege): (verb, group, resource) of every request
-    # whose User-Agent is `audit_agent`, the latest AUDIT_LIMIT kept.
-    audit_agent: str = ""
-    audited: deque[tuple[str, str, str]] = field(default_factory=lambda: deque(maxlen=AUDIT_LIMIT))
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _rng: random.Random = field(default_factory=lambda: random.Random(0))
 
@@ -66,11 +59,15 @@ class FaultInjector:
         verbs: tuple[str, ...] | list[str] | set[str] = (),
         resources: tuple[str, ...] | list[str] | set[str] = (),
         count: int | None = None,
+        after_commit: bool = False,
     ) -> FailureRule:
         """Fail matching requests with ``code`` (500, 429, 409, ...).
 
         ``probability`` fails a random share, ``every=N`` the N-th, 2N-th ...; with neither,
         every match fails. ``count`` limits how many failures this rule injects.
+        ``after_commit`` does the write first and then answers with the error, as
+        kube-apiserver's 504 after a slow but successful etcd write: the client cannot
+        tell whether its create happened.
         """
         rule = FailureRule(
             code=code,
@@ -79,6 +76,7 @@ class FaultInjector:
             verbs=frozenset(verbs),
             resources=frozenset(resources),
             remaining=count,
+            after_commit=after_commit,
         )
         with self._lock:
             self.rules.append(rule)
@@ -111,22 +109,17 @@ class FaultInjector:
             self.watch_close_after = None
             self.gone_next_watches = 0
             self.compact_requested = False
-            self.audit_agent = ""
-            self.audited.clear()
-
-    def audit(self, agent: str) -> None:
-        """Record the requests of clients sending this User-Agent (see ``audited``)."""
-        with self._lock:
-            self.audited.clear()
-            self.audit_agent = agent
 
     # ---- server side ---------------------------------------------------------------
-    def check(self, verb: str, resource: str) -> int | None:
-        """The error code to inject for this request, if any."""
+    def check(self, verb: str, resource: str, *, after_commit: bool = False) -> int | None:
+        """The error code to inject for this request, if any (before the operation, or
+        with ``after_commit`` after it)."""
         if not self.rules:
             return None
         with self._lock:
             for rule in self.rules:
+                if rule.after_commit != after_commit:
+                    continue
                 if not rule.matches(verb, resource) and not rule.matches(
                     verb, resource.split("/")[0]
                 ):
@@ -146,11 +139,6 @@ class FaultInjector:
                     self.injected += 1
                     return rule.code
         return None
-
-    def observe(self, agent: str, verb: str, group: str, resource: str) -> None:
-        """Audit one request (a no-op unless ``audit`` named its User-Agent)."""
-        if self.audit_agent and agent == self.audit_agent:
-            self.audited.append((verb, group, resource))
 
     def delay_for(self, verb: str) -> float:
         """Injected latency for a request of this verb."""

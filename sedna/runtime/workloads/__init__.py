@@ -15,6 +15,7 @@ from sedna.runtime.workloads.conditions import (
     CONDITION_RUNNING,
     REASON_INVALID_SPEC,
     append_condition,
+    append_service_condition,
     is_finished,
     latest_condition,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "WorkloadController",
     "WorkloadPlan",
     "append_condition",
+    "append_service_condition",
     "controller_of",
     "deployment_failure_message",
     "deployment_health",
