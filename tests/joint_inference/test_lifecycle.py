@@ -379,3 +379,23 @@ def test_changes_reach_the_lc_as_insert_and_a_move_deletes_on_the_old_node(
     old.wait_for("delete")
     new.wait_for("insert")
     assert not old.messages("update") and not new.messages("update")
+
+
+def test_healing_finds_the_owner_by_reference_not_by_name(
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    """Sedna cuts a Deployment's name at "-deployment" to find its service: for a service
+    named `web-deployment-a` it looks for `web` and heals nothing (or the wrong one)."""
+    start(api, make_gm, make_lc, deployment_controller)
+    ji = sample_service(sedna_reference)
+    ji["metadata"]["name"] = "web-deployment-a"
+    api.create(ji)
+    api.until_running("web-deployment-a")
+    name = "web-deployment-a-deployment-edge"
+    old = api.deployments.get(api.ns, name)["metadata"]["uid"]
+    api.deployments.delete(api.ns, name)
+    api.wait_deployment(name, lambda d: d["metadata"]["uid"] != old)
