@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from support.deployments import DeploymentControllerFactory
+from support.logs import LogCapture
 
 from sedna.runtime import SPEC_HASH_ANNOTATION
 
@@ -399,3 +400,25 @@ def test_healing_finds_the_owner_by_reference_not_by_name(
     old = api.deployments.get(api.ns, name)["metadata"]["uid"]
     api.deployments.delete(api.ns, name)
     api.wait_deployment(name, lambda d: d["metadata"]["uid"] != old)
+
+
+def test_a_model_deleted_while_running_leaves_the_workers_running(
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    deployment_controller: DeploymentControllerFactory,
+    logs: LogCapture,
+    sedna_reference: Path,
+) -> None:
+    gm, _lc = start(api, make_gm, make_lc, deployment_controller)
+    api.create(sample_service(sedna_reference))
+    api.until_running()
+    before = {d: api.deployments.get(api.ns, d)["metadata"]["uid"]
+              for d in (CLOUD_DEPLOYMENT, EDGE_DEPLOYMENT)}  # fmt: skip
+    api.models.delete(api.ns, BIG)
+    api.jis.patch(api.ns, SAMPLE, {"metadata": {"labels": {"poke": "1"}}})  # a sync
+    logs.wait(f"{api.ns}/{SAMPLE}: spec.cloudWorker.model.name", "workers are kept as they are")
+    assert gm.manager is not None
+    assert gm.manager.features[0].controller.wait_idle(5)
+    assert api.latest()[0] == "Running"
+    assert {d: api.deployments.get(api.ns, d)["metadata"]["uid"] for d in before} == before
