@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from support.deployments import DeploymentControllerFactory
+from support.logs import LogCapture
 
 from sedna.runtime import SPEC_HASH_ANNOTATION
 
@@ -379,3 +380,45 @@ def test_changes_reach_the_lc_as_insert_and_a_move_deletes_on_the_old_node(
     old.wait_for("delete")
     new.wait_for("insert")
     assert not old.messages("update") and not new.messages("update")
+
+
+def test_healing_finds_the_owner_by_reference_not_by_name(
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    """Sedna cuts a Deployment's name at "-deployment" to find its service: for a service
+    named `web-deployment-a` it looks for `web` and heals nothing (or the wrong one)."""
+    start(api, make_gm, make_lc, deployment_controller)
+    ji = sample_service(sedna_reference)
+    ji["metadata"]["name"] = "web-deployment-a"
+    api.create(ji)
+    api.until_running("web-deployment-a")
+    name = "web-deployment-a-deployment-edge"
+    old = api.deployments.get(api.ns, name)["metadata"]["uid"]
+    api.deployments.delete(api.ns, name)
+    api.wait_deployment(name, lambda d: d["metadata"]["uid"] != old)
+
+
+def test_a_model_deleted_while_running_leaves_the_workers_running(
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    deployment_controller: DeploymentControllerFactory,
+    logs: LogCapture,
+    sedna_reference: Path,
+) -> None:
+    gm, _lc = start(api, make_gm, make_lc, deployment_controller)
+    api.create(sample_service(sedna_reference))
+    api.until_running()
+    before = {d: api.deployments.get(api.ns, d)["metadata"]["uid"]
+              for d in (CLOUD_DEPLOYMENT, EDGE_DEPLOYMENT)}  # fmt: skip
+    api.models.delete(api.ns, BIG)
+    api.jis.patch(api.ns, SAMPLE, {"metadata": {"labels": {"poke": "1"}}})  # a sync
+    logs.wait(f"{api.ns}/{SAMPLE}: spec.cloudWorker.model.name", "workers are kept as they are")
+    assert gm.manager is not None
+    assert gm.manager.features[0].controller.wait_idle(5)
+    assert api.condition_types() == ["Pending", "Running"]  # no flapping either
+    assert {d: api.deployments.get(api.ns, d)["metadata"]["uid"] for d in before} == before

@@ -10,6 +10,7 @@ from sedna_joint_inference.spec import edge_node
 
 from sedna.runtime import (
     SpecError,
+    append_service_condition,
     controller_of,
     deployment_failure_message,
     deployment_health,
@@ -17,9 +18,6 @@ from sedna.runtime import (
     parse_hpa,
     parse_template,
     spec_hash,
-)
-from sedna.runtime import (
-    append_workload_condition as append_condition,
 )
 
 
@@ -67,12 +65,14 @@ def test_stale_status_and_deleting() -> None:
 
 def test_conditions_append_on_change_only_and_are_bounded() -> None:
     status: dict[str, Any] = {}
-    assert append_condition(status, "Pending", "A", "m1", "t1")
-    assert not append_condition(status, "Pending", "A", "m2", "t2")  # message updated only
+    assert append_service_condition(status, "Pending", "A", "m1", "t1")
+    assert not append_service_condition(status, "Pending", "A", "m2", "t2")  # message updated only
     assert status["conditions"][-1]["message"] == "m2"
     assert status["conditions"][-1]["lastTransitionTime"] == "t1"
     for i in range(30):
-        append_condition(status, "Running" if i % 2 else "Pending", "B", "", f"t{i}", limit=5)
+        append_service_condition(
+            status, "Running" if i % 2 else "Pending", "B", "", f"t{i}", limit=5
+        )
     assert len(status["conditions"]) == 5
 
 

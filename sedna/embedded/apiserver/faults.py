@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import threading
-from collections import deque
 from dataclasses import dataclass, field
 
 
@@ -32,9 +31,6 @@ class FailureRule:
         )
 
 
-AUDIT_LIMIT = 10_000
-
-
 @dataclass
 class FaultInjector:
     """Failure, latency and watch faults; everything off until set, ``reset()`` clears.
@@ -51,10 +47,6 @@ class FaultInjector:
     gone_next_watches: int = 0
     compact_requested: bool = False
     injected: int = 0
-    # Request audit (tests of least privilege): (verb, group, resource) of every request
-    # whose User-Agent is `audit_agent`, the latest AUDIT_LIMIT kept.
-    audit_agent: str = ""
-    audited: deque[tuple[str, str, str]] = field(default_factory=lambda: deque(maxlen=AUDIT_LIMIT))
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _rng: random.Random = field(default_factory=lambda: random.Random(0))
 
@@ -117,14 +109,6 @@ class FaultInjector:
             self.watch_close_after = None
             self.gone_next_watches = 0
             self.compact_requested = False
-            self.audit_agent = ""
-            self.audited.clear()
-
-    def audit(self, agent: str) -> None:
-        """Record the requests of clients sending this User-Agent (see ``audited``)."""
-        with self._lock:
-            self.audited.clear()
-            self.audit_agent = agent
 
     # ---- server side ---------------------------------------------------------------
     def check(self, verb: str, resource: str, *, after_commit: bool = False) -> int | None:
@@ -155,11 +139,6 @@ class FaultInjector:
                     self.injected += 1
                     return rule.code
         return None
-
-    def observe(self, agent: str, verb: str, group: str, resource: str) -> None:
-        """Audit one request (a no-op unless ``audit`` named its User-Agent)."""
-        if self.audit_agent and agent == self.audit_agent:
-            self.audited.append((verb, group, resource))
 
     def delay_for(self, verb: str) -> float:
         """Injected latency for a request of this verb."""

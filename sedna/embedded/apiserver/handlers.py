@@ -201,7 +201,6 @@ class Handlers:
             )
         resource = plural if sub is None else f"{plural}/{sub}"
         self.srv.requests.record(request.headers.get("User-Agent", ""), verb, group, resource, ns)
-        self.faults.observe(request.headers.get("User-Agent", ""), verb, rt.group, resource)
         await self._faults(verb, resource)
         target: Target | None = None
         if verb in ("get", "list", "watch"):

@@ -15,6 +15,7 @@ from sedna.runtime.workloads.conditions import (
     CONDITION_RUNNING,
     REASON_INVALID_SPEC,
     append_condition,
+    append_service_condition,
     is_finished,
     latest_condition,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "WorkloadController",
     "WorkloadPlan",
     "append_condition",
+    "append_service_condition",
     "controller_of",
     "deployment_failure_message",
     "deployment_health",
@@ -72,7 +74,3 @@ __all__ = [
     "require_str",
     "spec_hash",
 ]
-
-append_workload_condition = append_condition
-"""`append_condition` of the workload family, under the name `sedna.runtime` exports it by
-(the stage machine's `append_condition` keeps the plain name there)."""

@@ -18,6 +18,7 @@ __all__ = [
     "NON_TERMINAL_FAILURE_REASONS",
     "REASON_INVALID_SPEC",
     "append_condition",
+    "append_service_condition",
     "is_finished",
     "latest_condition",
 ]
@@ -49,7 +50,7 @@ def is_finished(owner: Mapping[str, Any], terminal: Sequence[str] = (CONDITION_F
     return False
 
 
-def append_condition(
+def append_service_condition(
     status: dict[str, Any],
     ctype: str,
     reason: str,
@@ -85,3 +86,8 @@ def append_condition(
     )
     status["conditions"] = conds[-limit:] if limit > 0 else conds
     return True
+
+
+append_condition = append_service_condition
+"""The family's own name for it (``sedna.runtime`` exports it as `append_service_condition`:
+`append_condition` there is the staged jobs' one)."""

@@ -195,6 +195,9 @@ class WorkloadController(Controller):
             )
             return self._record(owner, decision, event_reason=REASON_CONFLICT)
         except Waiting as exc:
+            kept = self._keep_running(owner, exc)
+            if kept is not None:
+                return kept[0]
             decision = StatusDecision(
                 CONDITION_PENDING,
                 exc.reason,
@@ -211,6 +214,21 @@ class WorkloadController(Controller):
         for what in observed.deleted:
             self.ctx.events.normal(owner, "SuccessfulDelete", f"Deleted {what}")
         return self._record(owner, self.decide(owner, plan, observed))
+
+    def _keep_running(self, owner: Obj, exc: Waiting) -> tuple[Result | None] | None:
+        """Something the plan needs went missing after the workers were made (a Model
+        deleted): they run on as they are, and the status follows them. Only an owner
+        without workers waits (``Pending``)."""
+        existing = self.workloads.owned(self.workloads.deployment_informer, owner)
+        if not existing:
+            return None
+        meta = owner.get("metadata") or {}
+        logger.warning(
+            "{} {}/{}: {}: {}; the workers are kept as they are",
+            self.label, meta.get("namespace"), meta.get("name"), exc.field, exc.message,
+        )  # fmt: skip
+        observed = Observed(deployments={str(d["metadata"]["name"]): d for d in existing})
+        return (self._record(owner, self.decide(owner, WorkloadPlan(), observed)),)
 
     def _active(self, owner: Obj) -> int:
         return int((owner.get("status") or {}).get("active") or 0)
