@@ -92,7 +92,8 @@ def _list_plugins(config: GMConfig) -> int:
 
 
 def _run(config: GMConfig, source: str) -> int:
-    from sedna.manager import Manager, StartupError
+    from sedna.manager import Manager
+    from sedna.startup import StartupError
 
     configure_logging(config.logging.level, config.logging.format)
     embedded: Any = None
@@ -125,6 +126,8 @@ def _run(config: GMConfig, source: str) -> int:
         if embedded is not None:
             embedded.start_simulation(manager)
         manager.run()
+        if manager.failure is not None:
+            return _fail(manager.failure)
     except (StartupError, PluginError, ConfigError) as exc:
         return _fail(str(exc))
     except Exception:

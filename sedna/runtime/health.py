@@ -1,7 +1,8 @@
 """/metrics, /healthz and /readyz on one small HTTP endpoint.
 
 Readiness is a set of named checks (caches synced, websocket listening, ...) so the
-answer says which one is failing, as kube-apiserver's /readyz?verbose does.
+answer says which one is failing, as kube-apiserver's /readyz?verbose does. A check may
+return `(False, reason)` so that the answer also says why (e.g. which Secret is missing).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-Check = Callable[[], bool]
+Check = Callable[[], "bool | tuple[bool, str]"]
 
 
 class HealthServer:
@@ -39,12 +40,18 @@ class HealthServer:
         checks = self._live if which == "healthz" else self._ready
         lines, ok = [], True
         for name, check in sorted(checks.items()):
+            reason = ""
             try:
-                good = bool(check())
-            except Exception:
-                good = False
+                result = check()
+                if isinstance(result, tuple):
+                    good, reason = bool(result[0]), str(result[1])
+                else:
+                    good = bool(result)
+            except Exception as exc:
+                good, reason = False, f"{type(exc).__name__}: {exc}"
             ok = ok and good
-            lines.append(f"[{'+' if good else '-'}]{name} {'ok' if good else 'failed'}")
+            state = "ok" if good else "failed" + (f": {reason}" if reason else "")
+            lines.append(f"[{'+' if good else '-'}]{name} {state}")
         lines.append(f"{which} check {'passed' if ok else 'failed'}")
         return ok, "\n".join(lines) + "\n"
 
