@@ -77,6 +77,8 @@ def load_manifests(paths: Iterable[str | Path]) -> list[Manifest]:
                 continue
             if not isinstance(doc, dict) or not doc.get("kind") or not doc.get("apiVersion"):
                 raise ManifestError(f"{f}: every document needs apiVersion and kind")
+            if not isinstance(doc.get("metadata") or {}, dict):
+                raise ManifestError(f"{f}: {doc['kind']}: metadata: expected a mapping")
             out.append(Manifest(str(f), doc))
     return out
 
