@@ -48,7 +48,10 @@ def apiserver(sedna_reference: Path) -> Iterator[Any]:
     if REAL_KUBECONFIG:
         yield _RemoteCluster(REAL_KUBECONFIG)
         return
-    srv = APIServer("127.0.0.1", 0)
+    # Without schema validation: the suite builds minimal objects to test the server's and
+    # the controllers' internals (and feature-level checks of malformed jobs); validation
+    # has tests of its own (tests/cluster), and the embedded mode runs with it.
+    srv = APIServer("127.0.0.1", 0, schema_validation=False)
     srv.start()
     srv.install_crds_from_dir(sedna_reference / "crds")
     srv.server = srv  # type: ignore[attr-defined]  # contracts.md: `.server`

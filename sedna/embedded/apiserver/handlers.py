@@ -220,7 +220,7 @@ class Handlers:
             if rt.namespaced and ns is None:
                 raise _page_not_found()
             body = await _body(request)
-            return _json(self.ops.create(rt, ns, body), 201)
+            return _json(self.ops.create(rt, ns, body, _field_validation(request)), 201)
         if rt.namespaced and ns is None:
             raise _page_not_found()
         if verb == "deletecollection":
@@ -233,7 +233,7 @@ class Handlers:
             )
         if verb == "update":
             body = await _body(request)
-            return _json(self.ops.update(rt, ns, name, body, sub))
+            return _json(self.ops.update(rt, ns, name, body, sub, _field_validation(request)))
         if verb == "patch":
             return _json(await self._patch(request, rt, ns, name, sub))
         opts = await _delete_options(request)
@@ -321,7 +321,9 @@ class Handlers:
             raise errors.bad_request(
                 "metadata.name and metadata.namespace cannot be changed by a patch"
             )
-        return self.ops.commit_update(rt, old, new, sub)
+        return self.ops.commit_update(
+            rt, old, new, sub, field_validation=_field_validation(request)
+        )
 
     async def _delete_collection(
         self, request: web.Request, rt: ResourceType, ns: str | None
@@ -541,3 +543,8 @@ async def _delete_options(request: web.Request) -> Mapping[str, Any]:
     if "orphanDependents" in q:
         opts["orphanDependents"] = q["orphanDependents"] == "true"
     return opts
+
+
+def _field_validation(request: web.Request) -> str | None:
+    """kube's `fieldValidation` (Strict, Warn, Ignore): what an unknown field costs."""
+    return request.query.get("fieldValidation")
