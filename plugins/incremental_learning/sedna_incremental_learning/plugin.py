@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sedna.runtime import (
+    ApiAccess,
     ControllerContext,
     Feature,
     FeatureController,
@@ -67,6 +68,18 @@ def validate_options(raw: Mapping[str, Any]) -> Options:
         raise FeatureOptionsError(key, reason) from None
 
 
+ACCESS = (
+    # Jobs: watched, the node annotation patched, status written (PUT /status).
+    ApiAccess("sedna.io", ["incrementallearningjobs"], ["get", "list", "watch", "patch"]),
+    ApiAccess("sedna.io", ["incrementallearningjobs/status"], ["update"]),
+    ApiAccess("sedna.io", ["models", "datasets"], ["get", "list", "watch"]),
+    # Stage workers: created and replaced, never updated; a tag annotation is dropped.
+    ApiAccess("", ["pods"], ["get", "list", "watch", "create", "patch", "delete"]),
+    # The storage credential of a job (credentialName), read for the S3 endpoint.
+    ApiAccess("", ["secrets"], ["get"]),
+)
+
+
 def _build(ctx: ControllerContext) -> FeatureController:
     # Imported here so that listing plugins never imports the controller's dependencies.
     from .controller import IncrementalLearningController
@@ -83,5 +96,6 @@ def sedna_features() -> Sequence[Feature]:
             factory=_build,
             validate_options=validate_options,
             description="Sedna's IncrementalLearningJob: train, eval, deploy cycles",
+            access=ACCESS,
         )
     ]

@@ -8,10 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sedna.runtime import ControllerContext, Feature, FeatureController, hookimpl
+from sedna.runtime import ApiAccess, ControllerContext, Feature, FeatureController, hookimpl
 
 FEATURE_NAME = "dataset"
 KINDS = ("Dataset",)
+
+
+ACCESS = (
+    ApiAccess("sedna.io", ["datasets"], ["get", "list", "watch"]),
+    ApiAccess("sedna.io", ["datasets/status"], ["update"]),
+    # The dataset's credential (spec.credentialName), sent to its node's LC.
+    ApiAccess("", ["secrets"], ["get"]),
+)
 
 
 def _build(ctx: ControllerContext) -> FeatureController:
@@ -30,5 +38,6 @@ def sedna_features() -> Sequence[Feature]:
             factory=_build,
             validate_options=None,
             description="Sedna's Dataset: sent to the LC of its node, sample counts reported back",
+            access=ACCESS,
         )
     ]
