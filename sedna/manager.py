@@ -20,8 +20,9 @@ from sedna.runtime.config import GMConfig
 from sedna.runtime.container import RuntimeContainer
 from sedna.runtime.context import ControllerContext
 from sedna.runtime.health import HealthServer
-from sedna.runtime.kube import KubeConfigError
+from sedna.runtime.kube import NODES, KubeConfigError
 from sedna.runtime.leader import LeaderElector
+from sedna.runtime.observability import informers_of
 from sedna.runtime.plugin_api import FeatureController
 from sedna.startup import StartupError, listen_errors, token_readiness
 
@@ -171,12 +172,25 @@ class Manager:
                     ", ".join(loaded.feature.kinds) or "-",
                     loaded.workers,
                 )
+            self._observe_features()
             self._start_runtime()
             for feature in self.features:
                 feature.controller.start()
             plugins.hooks.startup(self.context())
             self._active.set()
         logger.info("sedna-gm started with {} feature(s)", len(self.features))
+
+    def _observe_features(self) -> None:
+        """Job gauges and stage transitions over the informers the features made."""
+        c = self.container
+        metrics = c.metrics()
+        metrics.job_states.clock = c.clock()
+        metrics.job_states.clear()
+        informers = c.informers().informers
+        for feature in self.features:
+            for informer in informers_of(informers, feature.kinds):
+                metrics.job_states.track(feature.name, informer)
+                metrics.stage_transitions.watch(informer)
 
     def _start_health(self) -> None:
         if not self.config.metrics.enabled:
@@ -215,6 +229,11 @@ class Manager:
             with listen_errors("websocket.port", ws.address, ws.port):
                 layer.start()
             self._running.append(("websocket server", layer))
+            nodes = c.informers().informer(NODES, metadata_only=True)
+            c.metrics().lc_nodes.bind(
+                layer.connected_nodes,
+                lambda: [str(n["metadata"]["name"]) for n in nodes.lister.list()],
+            )
             if self.health is not None:
                 self.health.add_readiness("websocket", lambda: layer.port > 0)
                 tokens = c.token_provider()
@@ -306,6 +325,7 @@ class Manager:
             except Exception as exc:
                 logger.warning("{} did not stop cleanly: {}", what, exc)
         self._active.clear()
+        self.container.metrics().job_states.clear()
         self._started = False
         self._stopped.set()
 
