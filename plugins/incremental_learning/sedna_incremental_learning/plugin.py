@@ -24,6 +24,15 @@ from sedna.runtime import (
 FEATURE_NAME = "incremental_learning"
 KINDS = ("IncrementalLearningJob",)
 
+# What the controller calls (the runtime core's Events and Node watch are its own).
+ACCESS = (
+    ApiAccess("sedna.io", ["incrementallearningjobs"], ["get", "list", "watch", "patch"]),
+    ApiAccess("sedna.io", ["incrementallearningjobs/status"], ["update"]),
+    ApiAccess("sedna.io", ["models", "datasets"], ["get", "list", "watch"]),
+    ApiAccess("", ["pods"], ["get", "list", "watch", "create", "delete", "patch"]),
+    ApiAccess("", ["secrets"], ["get"]),
+)
+
 
 class Options(BaseModel):
     """The feature's own options.
@@ -66,18 +75,6 @@ def validate_options(raw: Mapping[str, Any]) -> Options:
     except ValidationError as exc:
         key, reason = _reason(exc.errors()[0])
         raise FeatureOptionsError(key, reason) from None
-
-
-ACCESS = (
-    # Jobs: watched, the node annotation patched, status written (PUT /status).
-    ApiAccess("sedna.io", ["incrementallearningjobs"], ["get", "list", "watch", "patch"]),
-    ApiAccess("sedna.io", ["incrementallearningjobs/status"], ["update"]),
-    ApiAccess("sedna.io", ["models", "datasets"], ["get", "list", "watch"]),
-    # Stage workers: created and replaced, never updated; a tag annotation is dropped.
-    ApiAccess("", ["pods"], ["get", "list", "watch", "create", "patch", "delete"]),
-    # The storage credential of a job (credentialName), read for the S3 endpoint.
-    ApiAccess("", ["secrets"], ["get"]),
-)
 
 
 def _build(ctx: ControllerContext) -> FeatureController:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .errors import APIError
 from .faults import FaultInjector
+from .requests import ApiCall, RequestRecorder
 from .server import APIServer
 
-__all__ = ["APIError", "APIServer", "FaultInjector"]
+__all__ = ["APIError", "APIServer", "ApiCall", "FaultInjector", "RequestRecorder"]

@@ -21,6 +21,7 @@ from .gc import GarbageCollector
 from .handlers import Handlers
 from .operations import Operations
 from .persistence import SQLitePersister
+from .requests import RequestRecorder
 from .resources import CRD_KEY, Registry
 from .store import Store
 from .watch import WatchHub
@@ -60,6 +61,8 @@ class APIServer:
         self.pod_logs = pod_logs
         self._port = port
         self.faults = FaultInjector()
+        # every distinct call by user agent (the RBAC tests compare the GM's with its RBAC)
+        self.requests = RequestRecorder()
         self.registry = Registry()
         self.hub = WatchHub(history)
         self.persister = SQLitePersister(db_path) if db_path is not None else None

@@ -13,11 +13,10 @@ from sedna.runtime import ApiAccess, ControllerContext, Feature, FeatureControll
 FEATURE_NAME = "dataset"
 KINDS = ("Dataset",)
 
-
+# What the controller calls (the runtime core's Events and Node watch are its own).
 ACCESS = (
     ApiAccess("sedna.io", ["datasets"], ["get", "list", "watch"]),
     ApiAccess("sedna.io", ["datasets/status"], ["update"]),
-    # The dataset's credential (spec.credentialName), sent to its node's LC.
     ApiAccess("", ["secrets"], ["get"]),
 )
 
