@@ -213,3 +213,54 @@ def test_sednas_samples_that_its_schema_refuses_are_refused(
     assert "is invalid" in proc.stderr
     assert "spec.reidWorkers.selector: Required value" in proc.stderr
     assert "env[0].value in body must be of type string" in proc.stderr
+
+
+def test_printer_columns_of_the_project_crds(client: ApiClient, sedna_reference: Path) -> None:
+    from tests.apiserver.test_tables import cells, column_names, get_raw
+
+    ds = sample(sedna_reference, "dataset_v1alpha1.yaml")
+    ds["metadata"] = {"name": "cols", "namespace": NS}
+    path = f"/apis/sedna.io/v1alpha1/namespaces/{NS}/datasets"
+    code, created = call(client, "POST", path, ds)
+    assert code == 201, created
+    created["status"] = {"numberOfSamples": 56}
+    code, _ = call(client, "PUT", f"{path}/cols/status", created)
+    assert code == 200
+    status, _, table = get_raw(client, path)
+    assert status == 200
+    assert column_names(table) == ["Name", "Node", "Format", "Samples", "Age"]
+    row = cells(table)
+    assert (row["Node"], row["Format"], row["Samples"]) == (
+        ds["spec"]["nodeName"],
+        ds["spec"]["format"],
+        56,
+    )
+    status, _, table = get_raw(
+        client, f"/apis/sedna.io/v1alpha1/namespaces/{NS}/jointinferenceservices"
+    )
+    assert column_names(table) == ["Name", "Condition", "Active", "Failed", "Age"]
+    status, _, table = get_raw(
+        client, f"/apis/sedna.io/v1alpha1/namespaces/{NS}/federatedlearningjobs"
+    )
+    assert column_names(table) == ["Name", "Phase", "Condition", "Active", "Failed", "Age"]
+
+
+@pytest.mark.parametrize(("mode", "warned"), [(None, True), ("Warn", True), ("Ignore", False)])
+def test_a_pruned_field_is_a_warning_header_unless_ignored(
+    client: ApiClient, sedna_reference: Path, mode: str | None, warned: bool
+) -> None:
+    body = il(sedna_reference, f"warn-{(mode or 'default').lower()}")
+    body["spec"]["datasett"] = {}
+    query = [("fieldValidation", mode)] if mode else []
+    params = client.param_serialize(
+        "POST", IL_PATH, query_params=query, body=body,
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+    )  # fmt: skip
+    resp = client.call_api(*params)
+    resp.read()
+    assert resp.status == 201
+    warning = resp.getheader("Warning")
+    if warned:
+        assert warning == '299 - "unknown field \\"spec.datasett\\""'
+    else:
+        assert warning is None

@@ -15,7 +15,17 @@ from urllib.parse import unquote
 import orjson
 from aiohttp import web
 
-from . import discovery, errors, logs, metadata_only, negotiation, pagination, protobuf, tables
+from . import (
+    discovery,
+    errors,
+    logs,
+    metadata_only,
+    negotiation,
+    pagination,
+    protobuf,
+    schema_validation,
+    tables,
+)
 from .errors import APIError
 from .negotiation import Target
 from .patches import (
@@ -40,6 +50,14 @@ _METHOD_VERB = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "
 
 def _json(body: Any, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(body), status=status, headers=JSON_HEADERS)
+
+
+def _json_written(body: Any, status: int = 200) -> web.Response:
+    """A write's answer, with kube's warnings for the unknown fields it pruned."""
+    resp = _json(body, status)
+    for warning in schema_validation.pruned_warnings():
+        resp.headers.add("Warning", warning)
+    return resp
 
 
 def _error(err: APIError) -> web.Response:
@@ -234,7 +252,7 @@ class Handlers:
             body = await _body(request)
             created = self.ops.create(rt, ns, body, _field_validation(request))
             self._faults_after_commit(verb, resource)
-            return _json(created, 201)
+            return _json_written(created, 201)
         if rt.namespaced and ns is None:
             raise _page_not_found()
         if verb == "deletecollection":
@@ -249,11 +267,11 @@ class Handlers:
             body = await _body(request)
             updated = self.ops.update(rt, ns, name, body, sub, _field_validation(request))
             self._faults_after_commit(verb, resource)
-            return _json(updated)
+            return _json_written(updated)
         if verb == "patch":
             patched = await self._patch(request, rt, ns, name, sub)
             self._faults_after_commit(verb, resource)
-            return _json(patched)
+            return _json_written(patched)
         opts = await _delete_options(request)
         code, out = self.ops.delete(rt, ns, name, opts)
         self._faults_after_commit(verb, resource)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
@@ -37,6 +38,10 @@ from .errors import APIError
 Schema = Mapping[str, Any]
 
 STRICT = "Strict"
+IGNORE = "Ignore"
+# The unknown fields pruned while serving the current request (one asyncio task each),
+# for the `Warning` headers kube sends with fieldValidation Warn (its default).
+_PRUNED: ContextVar[tuple[str, ...]] = ContextVar("pruned_fields", default=())
 _ROOT_KEPT = ("apiVersion", "kind", "metadata")
 _MAX_CAUSES = 20  # kube caps an Invalid's causes too; the first ones name the problem
 
@@ -254,6 +259,8 @@ def validate_custom_resource(
             f"{kind} in version {json.dumps(version)} cannot be handled as a {kind}: "
             f"strict decoding error: {listed}",
         )
+    if walk.unknown and field_validation != IGNORE:
+        _PRUNED.set(_PRUNED.get() + tuple(walk.unknown))
     if walk.causes:
         name = str((obj.get("metadata") or {}).get("name") or "")
         causes = walk.causes[:_MAX_CAUSES]
@@ -269,3 +276,10 @@ def validate_custom_resource(
             causes=causes,
         )
     return walk.unknown
+
+
+def pruned_warnings() -> list[str]:
+    """`Warning` header values for the fields pruned in this request (then forgotten)."""
+    fields = _PRUNED.get()
+    _PRUNED.set(())
+    return [f'299 - "unknown field \\"{f}\\""' for f in fields]
