@@ -119,7 +119,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
             else:
                 session.config.get_terminal_writer().line(
-                    f"{RBAC_PATH.name}: every granted verb was used by a GM call of the suite"
+                    f"\n{RBAC_PATH.name}: every granted verb was used by a GM call of the suite"
                 )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
