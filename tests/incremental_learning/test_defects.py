@@ -231,3 +231,32 @@ def test_a_lost_create_answer_makes_no_second_train_worker(
         assert len(api.live_pods("train")) == 1
     finally:
         faults.reset()
+
+
+def test_stale_workers_stay_unadopted_when_trimming_dropped_their_conditions(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    clock = whole_second_clock()
+    gm = make_gm(clock=clock, options={"maxConditions": 6})
+    lc = make_lc(gm, DS_NODE)
+    start_sample_job(api, sedna_reference)
+    stale: list[str] = []
+    for round_, backoff in ((1, 10.0), (2, 20.0), (3, 0.0)):
+        data = {**TRAIN_INPUT, "dataURL": f"/data/train/{round_}.txt"}
+        start_stage(api, lc, "train", data)
+        starting = api.conditions()[-1]
+        assert starting["reason"] == "WorkerCreated", f"round {round_}"
+        pod = json.loads(starting["data"])["pod"]
+        assert pod not in stale
+        if not backoff:
+            break
+        api.set_phase_and_wait(pod, "Running", "Train/Running")
+        stale.append(pod)  # the LC fails the round; the worker keeps running
+        lc.report(api.ns, "train", "failed", input=data)
+        api.wait_latest("Train/Failed")
+        assert gm.controller.wait_idle(5.0)
+        clock.step(backoff)
+        api.wait_latest("Train/Waiting")
+    recorded = {json.loads(c["data"]).get("pod") for c in api.conditions() if c.get("data")}
+    assert stale[0] not in recorded  # trimmed away, and still not adopted
+    assert len(api.live_pods("train")) == 3

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from sedna.embedded.apiserver import ApiCall, APIServer
+from sedna.embedded.apiserver import ApiCall, APIServer, RequestRecorder
 from sedna.runtime.kube import GM_USER_AGENT
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -127,9 +127,11 @@ def feature_calls(calls: Iterable[ApiCall]) -> set[ApiCall]:
     return {c for c in calls if (c.group, c.resource) not in CORE_RESOURCES}
 
 
-def gm_calls(server: APIServer) -> set[ApiCall]:
-    """Every distinct call the GM (its User-Agent) made to `server` so far."""
-    return server.requests.calls(GM_USER_AGENT.partition("/")[0] + "/")
+def gm_calls(server: APIServer | RequestRecorder) -> set[ApiCall]:
+    """Every distinct call the GM (its User-Agent) made to `server` so far (a server, or
+    a recorder such as `PROCESS_REQUESTS`, every server of this process)."""
+    recorder = server.requests if isinstance(server, APIServer) else server
+    return recorder.calls(GM_USER_AGENT.partition("/")[0] + "/")
 
 
 _TEST_FEATURE_ACCESS: list[Any] = []
@@ -141,7 +143,7 @@ def declare_test_feature_access(accesses: Iterable[Any]) -> None:
     _TEST_FEATURE_ACCESS.extend(accesses)
 
 
-def denied_gm_calls(server: APIServer, path: Path = RBAC_PATH) -> list[ApiCall]:
+def denied_gm_calls(server: APIServer | RequestRecorder, path: Path = RBAC_PATH) -> list[ApiCall]:
     """The GM's calls to `server` that the RBAC at `path` (or a test feature) does not grant."""
     rbac, tests = RbacRules.load(path), access_rules(_TEST_FEATURE_ACCESS)
     denied = [c for c in gm_calls(server) if not rbac.grants(c) and not tests.grants(c)]

@@ -45,6 +45,7 @@ import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from loguru import logger
@@ -53,6 +54,7 @@ from sedna.runtime.context import ControllerContext
 from sedna.runtime.controller import Controller, Result
 from sedna.runtime.informers import (
     DeletedFinalStateUnknown,
+    HandlerRegistration,
     ResourceEventHandlerFuncs,
     meta_namespace_key,
     split_key,
@@ -171,6 +173,14 @@ def _intent(cond: Obj) -> str:
     return C.fingerprint({k: v for k, v in cond.items() if k not in _NOTED})
 
 
+def _last_round_end(conds: list[Obj]) -> datetime | None:
+    """When the newest Completed or Failed condition before the latest was written."""
+    for cond in reversed(conds[:-1]):
+        if cond.get("type") in (C.COMPLETED, C.FAILED):
+            return C.parse_time(cond.get("lastTransitionTime"))
+    return None
+
+
 def _ready_tag(basis: str) -> str:
     """A short, stable digest of a Ready condition, for an annotation value."""
     return hashlib.sha256(basis.encode()).hexdigest()[:20]
@@ -230,7 +240,8 @@ class StageMachine(Controller):
             )
         )
         for dep in feature.dependencies():
-            dep.informer.add_event_handler(_DependencyHandler(self, dep))
+            handler = _DependencyHandler(self, dep)
+            handler.registration = dep.informer.add_event_handler(handler)
         ctx.upstream.register(feature.kind, self.handle_report)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -303,9 +314,15 @@ class StageMachine(Controller):
         if key is not None:
             self.enqueue(key)
 
-    def _dependency_changed(self, dep: Dependency, old: Obj | None, new: Obj) -> None:
+    def _dependency_changed(
+        self, dep: Dependency, old: Obj | None, new: Obj, *, initial: bool
+    ) -> None:
         """An object jobs refer to appeared (or its spec changed): sync the jobs that
-        name it and send them downstream now (their LCs may be waiting for it)."""
+        name it and send them downstream now (their LCs may be waiting for it).
+
+        The adds of the informer's first list (`initial`) only sync: those objects
+        existed when the jobs were sent, so their LCs have them.
+        """
         if old is not None and old.get("spec") == new.get("spec"):
             return
         meta = _meta(new)
@@ -313,7 +330,8 @@ class StageMachine(Controller):
         for job in self.jobs.lister.list(ns):
             if name in dep.names(job):
                 self._enqueue_obj(job)
-                self._downstream(INSERT, job)
+                if not initial:
+                    self._downstream(INSERT, job)
 
     # -- downstream ------------------------------------------------------------------
 
@@ -928,7 +946,22 @@ class StageMachine(Controller):
         # still running (restartPolicy OnFailure keeps a failed one alive) must not take
         # this round, nor may one that finished (Readies can be alike to the second).
         recorded = {recorded_pod(c) for c in conds} - {""}
-        active = [p for p in self._active(job, worker_type) if _meta(p).get("name") not in recorded]
+        tag = _ready_tag(basis)
+        round_ended = _last_round_end(conds)
+
+        def this_round(pod: Obj) -> bool:
+            """Not recorded, and either made for this Ready or (untagged: Sedna's Go GM,
+            a user) created after the last round ended: trimming may drop the condition
+            naming a stale worker, never the end of the round before this Ready."""
+            meta = _meta(pod)
+            if meta.get("name") in recorded:
+                return False
+            if (meta.get("annotations") or {}).get(READY_CONDITION_ANNOTATION) == tag:
+                return True
+            created = C.parse_time(meta.get("creationTimestamp"))
+            return round_ended is None or created is None or created >= round_ended
+
+        active = [p for p in self._active(job, worker_type) if this_round(p)]
         if active:
             pod = _newest(active)
             assert pod is not None
@@ -936,7 +969,6 @@ class StageMachine(Controller):
         # A pod made for this very Ready but already finished: the GM died between the
         # pod and the Starting write, and the worker ran meanwhile. Sedna would run the
         # stage again; we take its result. Recorded pods lose the tag (`_untag`).
-        tag = _ready_tag(basis)
 
         def made_for_this(pod: Obj) -> bool:
             annotations = _meta(pod).get("annotations") or {}
@@ -965,18 +997,22 @@ class StageMachine(Controller):
         return name, adopted
 
 
-@dataclass(frozen=True)
+@dataclass
 class _DependencyHandler:
     """Events of a dependency's informer: only adds and spec changes matter."""
 
     machine: StageMachine
     dep: Dependency
+    registration: HandlerRegistration | None = None
+
+    def _initial(self) -> bool:
+        return self.registration is None or not self.registration.has_synced()
 
     def on_add(self, obj: Obj) -> None:
-        self.machine._dependency_changed(self.dep, None, obj)
+        self.machine._dependency_changed(self.dep, None, obj, initial=self._initial())
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        self.machine._dependency_changed(self.dep, old, new)
+        self.machine._dependency_changed(self.dep, old, new, initial=False)
 
     def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         pass
