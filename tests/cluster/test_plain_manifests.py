@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import re
+import shlex
+import shutil
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
 from sedna import __version__
+from sedna.embedded.apiserver import APIServer
 from sedna.embedded.crds import crd_manifests, dump, file_name
 from tests.cluster.helpers import PROJECT, apply_in_order, docs_in, fresh_server, read_back, run
 
@@ -106,3 +111,39 @@ def test_deploy_configmap_is_gm_cluster_yaml_and_the_image_is_the_built_tag() ->
     assert f"docker build -t {image} ." in README.read_text()
     chart = yaml.safe_load((CONFIG / "helm" / "sedna-gm" / "Chart.yaml").read_text())
     assert chart["appVersion"] == __version__
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+def test_the_readme_sequence_with_kubectl(tmp_path: Path) -> None:
+    """The README's lines through kubectl itself, in order. The in-process server has no
+    server-side apply, so the CRD line runs as `kubectl create` (the same objects)."""
+    section = README.read_text().split("### Plain manifests", 1)[1].split("```bash", 1)[1]
+    lines = [ln for ln in section.split("```", 1)[0].splitlines() if ln.startswith("kubectl ")]
+    assert len(lines) == 3, lines
+    srv = APIServer("127.0.0.1", 0)
+    srv.start()
+    try:
+        kubeconfig = tmp_path / "kubeconfig"
+        srv.write_kubeconfig(kubeconfig)
+        for line in lines:
+            args = shlex.split(line.replace("apply --server-side", "create"))[1:]
+            args = [a.replace("$(openssl rand -hex 24)", "t0ken") for a in args]
+            proc = subprocess.run(
+                ["kubectl", "--kubeconfig", str(kubeconfig), *args],
+                capture_output=True, text=True, timeout=120, cwd=PROJECT,
+            )  # fmt: skip
+            assert proc.returncode == 0, f"{line}: {proc.stderr}"
+        proc = subprocess.run(
+            ["kubectl", "--kubeconfig", str(kubeconfig), "get", "-n", "sedna",
+             "deploy,svc,pdb,cm,secret,sa,role,rolebinding", "-o", "name"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        listed = proc.stdout.split()
+        expected = (
+            "deployment.apps/sedna-gm", "service/gm", "secret/sedna-gm-lc-token",
+            "poddisruptionbudget.policy/sedna-gm", "configmap/sedna-gm-config",
+        )  # fmt: skip
+        for name in expected:
+            assert name in listed, proc.stdout + proc.stderr
+    finally:
+        srv.stop()
