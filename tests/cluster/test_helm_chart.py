@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import copy
+import json
 import sys
 import urllib.error
 import urllib.request
@@ -30,7 +32,15 @@ CHART = PROJECT / "config" / "helm" / "sedna-gm"
 HELM = helm_binary()
 needs_helm = pytest.mark.skipif(HELM is None, reason="helm not installed (scripts/fetch_helm.sh)")
 
-# A cluster with the Prometheus operator has this CRD; the test server gets a minimal one.
+
+# A cluster with the Prometheus operator has these CRDs; the test server gets minimal ones.
+def operator_crd(kind: str, plural: str) -> dict[str, Any]:
+    crd = copy.deepcopy(SERVICE_MONITOR_CRD)
+    crd["metadata"]["name"] = f"{plural}.monitoring.coreos.com"
+    crd["spec"]["names"] = {"kind": kind, "plural": plural}
+    return crd
+
+
 SERVICE_MONITOR_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
@@ -57,7 +67,8 @@ SERVICE_MONITOR_CRD = {
 
 EVERYTHING = (
     "--set", "serviceMonitor.enabled=true", "--set", "networkPolicy.enabled=true",
-    "--set", "websocket.tls.secretName=gm-tls",
+    "--set", "websocket.tls.secretName=gm-tls", "--set", "prometheusRule.enabled=true",
+    "--set", "grafanaDashboard.enabled=true",
 )  # fmt: skip
 
 
@@ -73,6 +84,12 @@ def test_helm_lint() -> None:
     assert HELM is not None
     proc = run(HELM, "lint", "--strict", str(CHART), *EVERYTHING)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_charts_files_are_the_shipped_rules_and_dashboard() -> None:
+    for shipped in ("prometheus/sedna-gm-rules.yaml", "grafana/sedna-gm.json"):
+        copy_in_chart = CHART / "files" / Path(shipped).name
+        assert copy_in_chart.read_text() == (PROJECT / "config" / shipped).read_text(), shipped
 
 
 def test_the_charts_crds_and_rbac_are_generated() -> None:
@@ -93,15 +110,22 @@ def test_rendered_chart_applies_to_an_empty_cluster() -> None:
     for kind in (
         "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
         "Role", "RoleBinding", "Secret", "ConfigMap", "Service", "Deployment",
-        "PodDisruptionBudget", "ServiceMonitor", "NetworkPolicy",
+        "PodDisruptionBudget", "ServiceMonitor", "NetworkPolicy", "PrometheusRule",
     ):  # fmt: skip
         assert kind in kinds, kind
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "sedna"}}
     with fresh_server() as client:
-        created = apply_in_order(client, [SERVICE_MONITOR_CRD, ns, *docs])
+        rules_crd = operator_crd("PrometheusRule", "prometheusrules")
+        created = apply_in_order(client, [SERVICE_MONITOR_CRD, rules_crd, ns, *docs])
         for doc in docs:
             assert read_back(client, doc)["metadata"]["name"] == doc["metadata"]["name"]
-    assert len(created) == len(docs) + 2
+    assert len(created) == len(docs) + 3
+    (rule,) = [d for d in docs if d["kind"] == "PrometheusRule"]
+    rules = yaml.safe_load((PROJECT / "config" / "prometheus" / "sedna-gm-rules.yaml").read_text())
+    assert rule["spec"]["groups"] == rules["groups"]
+    (board,) = [d for d in docs if d["metadata"]["name"].endswith("-dashboard")]
+    dashboard = (PROJECT / "config" / "grafana" / "sedna-gm.json").read_text()
+    assert json.loads(board["data"]["sedna-gm.json"]) == json.loads(dashboard)
     (deploy,) = [d for d in docs if d["kind"] == "Deployment"]
     pod = deploy["spec"]["template"]["spec"]
     (container,) = pod["containers"]
