@@ -1,6 +1,6 @@
 # sedna-gm with its first-party feature plugins.
-#   docker build -t sedna-gm .
-#   kubectl apply -f config/rbac.yaml -f config/deploy/sedna-gm.yaml
+#   docker build -t sedna-gm:0.1.0 .   (the tag config/deploy and the Helm chart run)
+#   then the README's "Install on a cluster"
 FROM python:3.11-slim
 
 WORKDIR /src

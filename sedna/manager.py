@@ -20,13 +20,11 @@ from sedna.runtime.config import GMConfig
 from sedna.runtime.container import RuntimeContainer
 from sedna.runtime.context import ControllerContext
 from sedna.runtime.health import HealthServer
-from sedna.runtime.kube import KubeConfigError
+from sedna.runtime.kube import NODES, KubeConfigError
 from sedna.runtime.leader import LeaderElector
+from sedna.runtime.observability import informers_of
 from sedna.runtime.plugin_api import FeatureController
-
-
-class StartupError(Exception):
-    """The manager cannot start; the message is for the operator."""
+from sedna.startup import StartupError, listen_errors, token_readiness
 
 
 @dataclass
@@ -62,6 +60,8 @@ class Manager:
         self._stopped = threading.Event()
         self._active = threading.Event()  # features built and controllers running
         self._stop_reason = ""
+        # Set when activation on the elector's thread failed for an operator reason.
+        self.failure: str | None = None
         self._started = False
         self._uses_message_layer = False
         # What was started, so stop() closes exactly that (providers build lazily).
@@ -172,12 +172,25 @@ class Manager:
                     ", ".join(loaded.feature.kinds) or "-",
                     loaded.workers,
                 )
+            self._observe_features()
             self._start_runtime()
             for feature in self.features:
                 feature.controller.start()
             plugins.hooks.startup(self.context())
             self._active.set()
         logger.info("sedna-gm started with {} feature(s)", len(self.features))
+
+    def _observe_features(self) -> None:
+        """Job gauges and stage transitions over the informers the features made."""
+        c = self.container
+        metrics = c.metrics()
+        metrics.job_states.clock = c.clock()
+        metrics.job_states.clear()
+        informers = c.informers().informers
+        for feature in self.features:
+            for informer in informers_of(informers, feature.kinds):
+                metrics.job_states.track(feature.name, informer)
+                metrics.stage_transitions.watch(informer)
 
     def _start_health(self) -> None:
         if not self.config.metrics.enabled:
@@ -189,7 +202,9 @@ class Manager:
         )
         self.health.add_liveness("ping", lambda: True)
         self.health.add_readiness("active", self._active.is_set)
-        self.health.start()
+        m = self.config.metrics
+        with listen_errors("metrics.port", m.address, m.port):
+            self.health.start()
         logger.info(
             "serving /metrics, /healthz, /readyz on {}:{}",
             self.config.metrics.address,
@@ -210,10 +225,20 @@ class Manager:
             )
         if self._uses_message_layer:
             layer = c.message_layer()  # dispatches to the container's upstream registry
-            layer.start()
+            ws = self.config.websocket
+            with listen_errors("websocket.port", ws.address, ws.port):
+                layer.start()
             self._running.append(("websocket server", layer))
+            nodes = c.informers().informer(NODES, metadata_only=True)
+            c.metrics().lc_nodes.bind(
+                layer.connected_nodes,
+                lambda: [str(n["metadata"]["name"]) for n in nodes.lister.list()],
+            )
             if self.health is not None:
                 self.health.add_readiness("websocket", lambda: layer.port > 0)
+                tokens = c.token_provider()
+                if tokens is not None:
+                    self.health.add_readiness("lc-token", token_readiness(ws, tokens))
 
     def _start_leader_election(self) -> None:
         """The leader activates; a replica that loses the lease exits, as client-go's do.
@@ -225,6 +250,9 @@ class Manager:
         def activate() -> None:
             try:
                 self._activate()
+            except StartupError as exc:  # an operator error: one line, and exit 2
+                self.failure = str(exc)
+                self.request_stop(f"activation failed: {exc}")
             except Exception as exc:
                 logger.exception("activating after acquiring leadership failed")
                 self.request_stop(f"activation failed: {type(exc).__name__}: {exc}")
@@ -297,6 +325,7 @@ class Manager:
             except Exception as exc:
                 logger.warning("{} did not stop cleanly: {}", what, exc)
         self._active.clear()
+        self.container.metrics().job_states.clear()
         self._started = False
         self._stopped.set()
 

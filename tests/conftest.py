@@ -48,7 +48,10 @@ def apiserver(sedna_reference: Path) -> Iterator[Any]:
     if REAL_KUBECONFIG:
         yield _RemoteCluster(REAL_KUBECONFIG)
         return
-    srv = APIServer("127.0.0.1", 0)
+    # Without schema validation: the suite builds minimal objects to test the server's and
+    # the controllers' internals (and feature-level checks of malformed jobs); validation
+    # has tests of its own (tests/cluster), and the embedded mode runs with it.
+    srv = APIServer("127.0.0.1", 0, schema_validation=False)
     srv.start()
     srv.install_crds_from_dir(sedna_reference / "crds")
     srv.server = srv  # type: ignore[attr-defined]  # contracts.md: `.server`
@@ -67,10 +70,72 @@ def _check_gm_rbac() -> None:
     from sedna.embedded.apiserver import PROCESS_REQUESTS
 
     # every in-process server of the session: this one and those tests ran themselves
+    _dump_gm_calls(PROCESS_REQUESTS)
     denied = denied_gm_calls(PROCESS_REQUESTS)
     if denied:
         calls = describe(denied).replace("\n", "\n  ")
         pytest.fail(f"the GM made calls {RBAC_PATH.name} does not grant:\n  {calls}")
+
+
+def _dump_gm_calls(srv: Any) -> None:
+    """Leave this process's GM calls for the check of unused grants (`pytest_sessionfinish`)."""
+    from support.rbac import CALLS_DIR_ENV, dump_calls, gm_calls
+
+    folder = os.environ.get(CALLS_DIR_ENV)
+    if folder:
+        dump_calls(gm_calls(srv), Path(folder), os.environ.get("PYTEST_XDIST_WORKER", "main"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: the controller set the folder up
+    import tempfile
+
+    from support.rbac import CALLS_DIR_ENV
+
+    os.environ[CALLS_DIR_ENV] = tempfile.mkdtemp(prefix="sedna-gm-rbac-calls-")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After a whole, green run: fail on any verb config/rbac.yaml grants that no GM call
+    of the suite used (least privilege both ways; see `support.rbac`)."""
+    import shutil
+
+    from support.rbac import CALLS_DIR_ENV, RBAC_PATH, load_calls, unused_grants
+
+    if hasattr(session.config, "workerinput"):
+        return
+    folder = os.environ.get(CALLS_DIR_ENV)
+    if not folder:
+        return
+    try:
+        whole = _ran_whole_suite(session) and exitstatus == 0 and not REAL_KUBECONFIG
+        calls = load_calls(Path(folder))
+        if whole and calls:
+            unused = unused_grants(calls)
+            if unused:
+                lines = "\n  ".join(f"{v} {g or 'core'}/{r}" for g, r, v in unused)
+                session.config.get_terminal_writer().line(
+                    f"{RBAC_PATH.name} grants what no GM call of the suite used:\n  {lines}",
+                    red=True,
+                )
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            else:
+                session.config.get_terminal_writer().line(
+                    f"\n{RBAC_PATH.name}: every granted verb was used by a GM call of the suite"
+                )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _ran_whole_suite(session: pytest.Session) -> bool:
+    cfg = session.config
+    if cfg.getoption("keyword", "") or cfg.getoption("markexpr", ""):
+        return False
+    if session.testscollected == 0 or getattr(cfg.option, "deselect", None):
+        return False
+    args = [Path(a.split("::")[0]).resolve() for a in cfg.args] or [PROJECT_ROOT]
+    return all(a in (PROJECT_ROOT, PROJECT_ROOT / "tests") for a in args)
 
 
 @pytest.fixture(scope="session")

@@ -1,21 +1,27 @@
-"""The project's own CustomResourceDefinitions for Sedna's eleven kinds, built from a table.
+"""The project's CustomResourceDefinitions for Sedna's eleven kinds: Sedna's schemas, our columns.
 
-Embedded mode installs these so that any Sedna resource can be applied before its
-feature plugin exists. They are generated rather than copied from Sedna: names,
-short names, scope and the status subresource match Sedna's CRDs (a test keeps them
-in sync), while the schema is deliberately permissive (`x-kubernetes-preserve-unknown-fields`)
-because validation of a job's fields is the feature plugin's job, with messages that
-name the field, and a strict schema here would drift from Sedna's with every release.
-
-`python -m sedna.embedded.crds` prints them as one multi-document YAML, for a cluster
-that has no Sedna CRDs yet (Sedna's own `build/crds/` are the better choice there).
+Embedded mode installs these, and `sedna-gm crds` prints them for a real cluster
+(`config/crds/` and the Helm chart's `crds/` hold that output; a test keeps them equal).
+Names, scope and the status subresource are Sedna's; the `openAPIV3Schema` of each kind
+is Sedna's own, without its description texts (`crd_schemas.json.gz`, refreshed by
+`scripts/update_crd_schemas.py`), so a misspelt or mistyped field is refused here as on
+Sedna. Beyond Sedna's CRDs: printer columns for every kind (stage and condition of the
+staged jobs, phase and active/failed counts of the workloads, node of a dataset) and a
+short name for every kind (Sedna gives none to Dataset and Model; `ds` would shadow
+DaemonSet's, hence `dset`).
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import gzip
+import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -42,34 +48,67 @@ class SednaKind:
 
 
 _AGE = ("Age", "date", ".metadata.creationTimestamp")
-_JOB_COLUMNS = (
-    ("Stage", "string", ".status.conditions[-1:].stage"),
-    ("Condition", "string", ".status.conditions[-1:].type"),
-    _AGE,
-)
+_STAGE = ("Stage", "string", ".status.conditions[-1:].stage")
+_CONDITION = ("Condition", "string", ".status.conditions[-1:].type")
+_PHASE = ("Phase", "string", ".status.phase")
+_ACTIVE = ("Active", "integer", ".status.active")
+_FAILED = ("Failed", "integer", ".status.failed")
+_STAGED = (_STAGE, _CONDITION, _AGE)
+_SERVICE = (_CONDITION, _ACTIVE, _FAILED, _AGE)
+_PHASED = (_PHASE, _CONDITION, _ACTIVE, _FAILED, _AGE)
 
 SEDNA_KINDS: tuple[SednaKind, ...] = (
-    SednaKind("Dataset", "datasets", (), (("Node", "string", ".spec.nodeName"), _AGE)),
-    SednaKind("FeatureExtractionService", "featureextractionservices", ("fe",)),
-    SednaKind("FederatedLearningJob", "federatedlearningjobs", ("fl",)),
-    SednaKind("IncrementalLearningJob", "incrementallearningjobs", ("il",), _JOB_COLUMNS),
-    SednaKind("JointInferenceService", "jointinferenceservices", ("ji",)),
+    SednaKind(
+        "Dataset",
+        "datasets",
+        ("dset",),
+        (
+            ("Node", "string", ".spec.nodeName"),
+            ("Format", "string", ".spec.format"),
+            ("Samples", "integer", ".status.numberOfSamples"),
+            _AGE,
+        ),
+    ),
+    SednaKind("FeatureExtractionService", "featureextractionservices", ("fe",), _SERVICE),
+    SednaKind("FederatedLearningJob", "federatedlearningjobs", ("fl",), _PHASED),
+    SednaKind("IncrementalLearningJob", "incrementallearningjobs", ("il",), _STAGED),
+    SednaKind("JointInferenceService", "jointinferenceservices", ("ji",), _SERVICE),
     SednaKind(
         "LifelongLearningJob",
         "lifelonglearningjobs",
         ("ll",),
         (
-            *_JOB_COLUMNS[:2],
+            _STAGE,
+            _CONDITION,
             ("Models", "integer", ".status.knowledgeBase.AIModels.numberOfAIModels"),
             _AGE,
         ),
     ),
-    SednaKind("Model", "models", (), (("Format", "string", ".spec.format"), _AGE)),
-    SednaKind("ObjectSearchService", "objectsearchservices", ("objs",)),
-    SednaKind("ObjectTrackingService", "objecttrackingservices", ("objt",)),
-    SednaKind("ReidJob", "reidjobs", ("reid",)),
-    SednaKind("VideoAnalyticsJob", "videoanalyticsjobs", ("va",)),
+    SednaKind(
+        "Model",
+        "models",
+        ("mdl",),
+        (("Format", "string", ".spec.format"), ("URL", "string", ".spec.url"), _AGE),
+    ),
+    SednaKind("ObjectSearchService", "objectsearchservices", ("objs",), _SERVICE),
+    SednaKind("ObjectTrackingService", "objecttrackingservices", ("objt",), _SERVICE),
+    SednaKind("ReidJob", "reidjobs", ("reid",), _PHASED),
+    SednaKind("VideoAnalyticsJob", "videoanalyticsjobs", ("va",), _PHASED),
 )
+
+_SCHEMAS_FILE = "crd_schemas.json.gz"
+
+
+@functools.cache
+def _schemas() -> dict[str, Any]:
+    data = resources.files("sedna.embedded").joinpath(_SCHEMAS_FILE).read_bytes()
+    loaded: dict[str, Any] = json.loads(gzip.decompress(data))
+    return loaded
+
+
+def schema_for(kind: str) -> dict[str, Any]:
+    """Sedna's openAPIV3Schema for a kind (a fresh copy: callers may change it)."""
+    return copy.deepcopy(_schemas()[kind])
 
 
 def crd_manifest(k: SednaKind) -> dict[str, Any]:
@@ -86,12 +125,7 @@ def crd_manifest(k: SednaKind) -> dict[str, Any]:
         "name": VERSION,
         "served": True,
         "storage": True,
-        "schema": {
-            "openAPIV3Schema": {
-                "type": "object",
-                "x-kubernetes-preserve-unknown-fields": True,
-            }
-        },
+        "schema": {"openAPIV3Schema": schema_for(k.kind)},
         "subresources": {"status": {}},
     }
     if k.columns:
@@ -119,8 +153,32 @@ def kind_for(api_version: str, kind: str) -> SednaKind | None:
     return next((k for k in SEDNA_KINDS if k.kind == kind), None)
 
 
+def file_name(crd: Mapping[str, Any]) -> str:
+    """`sedna.io_<plural>.yaml`, the file names of Sedna's build/crds/."""
+    spec = crd["spec"]
+    return f"{spec['group']}_{spec['names']['plural']}.yaml"
+
+
+def dump(crd: Mapping[str, Any]) -> str:
+    """One CRD as the YAML document `sedna-gm crds` prints and config/crds/ holds."""
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return "---\n" + yaml.dump(crd, Dumper=dumper, sort_keys=False, width=100)
+
+
+def write_dir(folder: Path) -> list[Path]:
+    """Write one file per CRD into `folder` (config/crds/, the chart's crds/)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for crd in crd_manifests():
+        path = folder / file_name(crd)
+        path.write_text(dump(crd), encoding="utf-8")
+        written.append(path)
+    return written
+
+
 def main() -> int:
-    yaml.safe_dump_all(list(crd_manifests()), sys.stdout, sort_keys=False)
+    for crd in crd_manifests():
+        sys.stdout.write(dump(crd))
     return 0
 
 

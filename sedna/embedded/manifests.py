@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from sedna.embedded import kube_yaml
 from sedna.embedded.crds import GROUP, SEDNA_KINDS, VERSION
 from sedna.runtime.kube import (
     CONFIGMAPS,
@@ -69,7 +70,7 @@ def load_manifests(paths: Iterable[str | Path]) -> list[Manifest]:
     out: list[Manifest] = []
     for f in manifest_files(paths):
         try:
-            docs = list(yaml.safe_load_all(f.read_text(encoding="utf-8")))
+            docs = list(kube_yaml.load_all(f.read_text(encoding="utf-8")))
         except (OSError, yaml.YAMLError) as exc:
             raise ManifestError(f"{f}: cannot read: {exc}") from None
         for doc in docs:
@@ -77,6 +78,8 @@ def load_manifests(paths: Iterable[str | Path]) -> list[Manifest]:
                 continue
             if not isinstance(doc, dict) or not doc.get("kind") or not doc.get("apiVersion"):
                 raise ManifestError(f"{f}: every document needs apiVersion and kind")
+            if not isinstance(doc.get("metadata") or {}, dict):
+                raise ManifestError(f"{f}: {doc['kind']}: metadata: expected a mapping")
             out.append(Manifest(str(f), doc))
     return out
 

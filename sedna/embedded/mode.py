@@ -92,6 +92,14 @@ class EmbeddedMode:
         for crd in crd_manifests():
             server.install_crd(crd)
         tmp = self.kubeconfig.with_name(KUBECONFIG_NAME + ".tmp")
+        try:
+            return self._seed_with(server, db, tmp)
+        finally:
+            # Renamed into place on success; a failed start leaves no half-written file.
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+    def _seed_with(self, server: APIServer, db: Path, tmp: Path) -> GMConfig:
         server.write_kubeconfig(tmp)
         os.chmod(tmp, 0o600)
         self.kube = KubeClient(api_client_from_config(str(tmp), ""), pool_size=8)

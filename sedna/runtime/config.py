@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -194,16 +195,41 @@ def describe_error(err: Mapping[str, Any]) -> str:
     return f"{path}: {reason}" if path else reason
 
 
-def validation_message(source: str, exc: ValidationError, prefix: str = "") -> str:
+def validation_message(
+    source: str,
+    exc: ValidationError,
+    prefix: str = "",
+    set_by: Mapping[tuple[str, ...], str] | None = None,
+) -> str:
+    """One line per error, blamed on the variable that set the key if one did."""
     lines = []
     for err in exc.errors():
         text = describe_error(err)
-        lines.append(f"{source}: {prefix}{text}")
+        var = _setter(tuple(str(p) for p in err.get("loc", ())), set_by or {})
+        where = f"environment {var}" if var else source
+        lines.append(f"{where}: {prefix}{text}")
     return "\n".join(lines)
+
+
+def _setter(loc: tuple[str, ...], set_by: Mapping[tuple[str, ...], str]) -> str | None:
+    for n in range(len(loc), 0, -1):
+        if loc[:n] in set_by:
+            return set_by[loc[:n]]
+    return None
 
 
 def _env_key(name: str) -> str:
     return name.replace("-", "_").upper()
+
+
+def _env_keys(name: str) -> tuple[str, ...]:
+    """The spellings of a key in a variable name: `maxConditions` is `MAX_CONDITIONS`.
+
+    Environment variables are upper case, so a capital of a camelCase key is written
+    as `_` before the letter; the run-together spelling (`MAXCONDITIONS`) is accepted too.
+    """
+    snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
+    return tuple(dict.fromkeys((_env_key(snake), _env_key(name))))
 
 
 def _apply_override(
@@ -213,18 +239,27 @@ def _apply_override(
     value: Any,
     var: str,
     known: tuple[str, ...] = (),
+    path: tuple[str, ...] = (),
+    set_by: dict[tuple[str, ...], str] | None = None,
 ) -> None:
     """Place one SEDNA_GM_ value by matching the upper-cased remainder against known keys.
 
     `model` is None inside free-form sections (the features map, a feature's options),
-    where the keys present in the file are the known ones.
+    where the keys present in the file are the known ones. `set_by` records which
+    variable set which key path, so that errors name the variable, not the file.
     """
+    set_by = {} if set_by is None else set_by
     keys: list[str] = list(model.model_fields) if model is not None else list(data)
-    # Longest keys first so that FEATURES_INCREMENTAL_LEARNING_WORKERS finds the feature name.
-    for key in sorted(keys, key=len, reverse=True):
-        norm = _env_key(key)
+    # Longest spellings first so that FEATURES_INCREMENTAL_LEARNING_WORKERS finds the feature.
+    spellings = sorted(
+        ((norm, key) for key in keys for norm in _env_keys(key)),
+        key=lambda pair: len(pair[0]),
+        reverse=True,
+    )
+    for norm, key in spellings:
         if rest == norm:
             data[key] = value
+            set_by[(*path, key)] = var
             return
         if not rest.startswith(norm + "_"):
             continue
@@ -242,11 +277,14 @@ def _apply_override(
         if not isinstance(sub, dict):
             sub = {}
             data[key] = sub
-        _apply_override(sub, sub_model, rest[len(norm) + 1 :], value, var, known)
+        _apply_override(
+            sub, sub_model, rest[len(norm) + 1 :], value, var, known, (*path, key), set_by
+        )
         return
     if model is None:
         # A feature or option not in the file: keep the key in gm.yaml's camelCase style.
         data[_free_key(rest)] = value
+        set_by[(*path, _free_key(rest))] = var
         return
     raise ConfigError(f"environment {var}: no such key in gm.yaml")
 
@@ -269,8 +307,12 @@ def _free_key(rest: str) -> str:
 
 
 def apply_env_overrides(
-    data: dict[str, Any], environ: Mapping[str, str], known_features: tuple[str, ...] = ()
+    data: dict[str, Any],
+    environ: Mapping[str, str],
+    known_features: tuple[str, ...] = (),
+    set_by: dict[tuple[str, ...], str] | None = None,
 ) -> dict[str, Any]:
+    """Apply every SEDNA_GM_ variable to `data`; `set_by` receives key path -> variable."""
     for var in sorted(environ):
         if not var.startswith(ENV_PREFIX) or var == ENV_PREFIX + "CONFIG":
             continue
@@ -279,7 +321,9 @@ def apply_env_overrides(
             value = yaml.safe_load(raw) if raw != "" else ""
         except yaml.YAMLError:
             value = raw
-        _apply_override(data, GMConfig, var[len(ENV_PREFIX) :], value, var, known_features)
+        _apply_override(
+            data, GMConfig, var[len(ENV_PREFIX) :], value, var, known_features, (), set_by
+        )
     return data
 
 
@@ -315,14 +359,48 @@ def load_config(
             data = {}
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: expected a mapping at the top level, got {_show(data)}")
-    data = apply_env_overrides(data, environ, known_features)
+    set_by: dict[tuple[str, ...], str] = {}
+    data = apply_env_overrides(data, environ, known_features, set_by)
     try:
         cfg = GMConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(validation_message(source, exc)) from None
+        raise ConfigError(validation_message(source, exc, set_by=set_by)) from None
+    if path is not None:
+        resolve_relative_paths(cfg, Path(path).parent, set_by)
     if cfg.kubeConfig and not Path(cfg.kubeConfig).is_file():  # as Sedna's Validate()
-        raise ConfigError(f"{source}: kubeConfig: file not found: {cfg.kubeConfig}")
+        where = f"environment {set_by[('kubeConfig',)]}" if ("kubeConfig",) in set_by else source
+        raise ConfigError(f"{where}: kubeConfig: file not found: {cfg.kubeConfig}")
     return cfg
+
+
+def _against(base: Path, value: str) -> str:
+    return value if not value or Path(value).is_absolute() else str(base / value)
+
+
+def resolve_relative_paths(
+    cfg: GMConfig, base: Path, set_by: Mapping[tuple[str, ...], str] | None = None
+) -> None:
+    """Make the file's relative paths relative to the file's folder, not to the shell's.
+
+    `sedna-gm --config deploy/gm.yaml` then reads the same files from any working
+    directory. Values set from the environment stay relative to the working
+    directory, as paths given on a command line do.
+    """
+    from_env = set_by or {}
+
+    def fix(owner: BaseModel, key: str, *loc: str) -> None:
+        if (*loc, key) not in from_env:
+            setattr(owner, key, _against(base, getattr(owner, key)))
+
+    fix(cfg, "kubeConfig")
+    fix(cfg.websocket, "tokenFile", "websocket")
+    fix(cfg.websocket.tls, "certFile", "websocket", "tls")
+    fix(cfg.websocket.tls, "keyFile", "websocket", "tls")
+    emb = cfg.embedded
+    if "stateDir" in emb.model_fields_set:
+        fix(emb, "stateDir", "embedded")
+    if ("embedded", "apply") not in from_env:
+        emb.apply = [_against(base, p) for p in emb.apply]
 
 
 def effective_config(cfg: GMConfig) -> dict[str, Any]:

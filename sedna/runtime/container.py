@@ -62,7 +62,7 @@ def _message_layer(
     config: GMConfig,
     metrics: Metrics,
     upstream: UpstreamRegistry,
-    kube: KubeClient,
+    token_provider: Callable[[], Iterable[str]] | None,
     informers: SharedInformerFactory,
     clock: Clock,
 ) -> MessageLayer:
@@ -70,7 +70,7 @@ def _message_layer(
         config.websocket,
         metrics=metrics,
         upstream=upstream,
-        token_provider=_token_provider(config, kube),
+        token_provider=token_provider,
         clock=clock,
     )
     # The layer forgets a node's queue and closes its LC when the Node is deleted. It
@@ -104,8 +104,10 @@ class RuntimeContainer(containers.DeclarativeContainer):
         clock=clock,
     )
     upstream = providers.Singleton(UpstreamRegistry)
+    # The LC tokens (None with auth: none); readiness reads them too.
+    token_provider = providers.Singleton(_token_provider, config, kube)
     message_layer = providers.Singleton(
-        _message_layer, config, metrics, upstream, kube, informers, clock
+        _message_layer, config, metrics, upstream, token_provider, informers, clock
     )
     downstream = providers.Singleton(_send_of, message_layer)
     events = providers.Singleton(EventRecorder, kube, metrics=metrics, clock=clock)

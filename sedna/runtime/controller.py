@@ -294,7 +294,10 @@ class Controller:
                 return
             try:
                 if not self._abandon:
-                    self._process(key)
+                    # Every line logged during the sync carries the job and its kind
+                    # (a controller is named after its kind) as JSON fields.
+                    with logger.contextualize(controller=self.name, kind=self.name, job=key):
+                        self._process(key)
             except BaseException as exc:  # the loop itself failed (e.g. a metrics hook)
                 logger.opt(exception=exc).error(
                     "controller {}: internal error handling key {!r}", self.name, key

@@ -1,18 +1,22 @@
 """/metrics, /healthz and /readyz on one small HTTP endpoint.
 
 Readiness is a set of named checks (caches synced, websocket listening, ...) so the
-answer says which one is failing, as kube-apiserver's /readyz?verbose does.
+answer says which one is failing, as kube-apiserver's /readyz?verbose does. A check may
+return `(False, reason)` so that the answer also says why (e.g. which Secret is missing).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
-Check = Callable[[], bool]
+Check = Callable[[], "bool | tuple[bool, str]"]
 
 
 class HealthServer:
@@ -24,6 +28,9 @@ class HealthServer:
         self._ready: dict[str, Check] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # Prometheus cannot read /readyz: the same checks as gauges, run at scrape time.
+        self._collector = _ReadinessCollector(self)
+        registry.register(self._collector)
 
     def add_liveness(self, name: str, check: Check) -> None:
         self._live[name] = check
@@ -35,16 +42,29 @@ class HealthServer:
     def port(self) -> int:
         return self._server.server_address[1] if self._server else self._port
 
-    def report(self, which: str) -> tuple[bool, str]:
+    def results(self, which: str) -> list[tuple[str, bool, str]]:
+        """(name, passed, reason) of every check of `which` (healthz or readyz)."""
         checks = self._live if which == "healthz" else self._ready
-        lines, ok = [], True
+        out = []
         for name, check in sorted(checks.items()):
+            reason = ""
             try:
-                good = bool(check())
-            except Exception:
-                good = False
+                result = check()
+                if isinstance(result, tuple):
+                    good, reason = bool(result[0]), str(result[1])
+                else:
+                    good = bool(result)
+            except Exception as exc:
+                good, reason = False, f"{type(exc).__name__}: {exc}"
+            out.append((name, good, reason))
+        return out
+
+    def report(self, which: str) -> tuple[bool, str]:
+        lines, ok = [], True
+        for name, good, reason in self.results(which):
             ok = ok and good
-            lines.append(f"[{'+' if good else '-'}]{name} {'ok' if good else 'failed'}")
+            state = "ok" if good else "failed" + (f": {reason}" if reason else "")
+            lines.append(f"[{'+' if good else '-'}]{name} {state}")
         lines.append(f"{which} check {'passed' if ok else 'failed'}")
         return ok, "\n".join(lines) + "\n"
 
@@ -80,6 +100,8 @@ class HealthServer:
         self._thread.start()
 
     def stop(self) -> None:
+        with contextlib.suppress(KeyError):
+            self._registry.unregister(self._collector)
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -87,3 +109,22 @@ class HealthServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+
+
+class _ReadinessCollector(Collector):
+    """`gm_ready` (1 when /readyz passes) and `gm_readiness_check{check}` per check."""
+
+    def __init__(self, health: HealthServer) -> None:
+        self._health = health
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        results = self._health.results("readyz")
+        ready = GaugeMetricFamily("gm_ready", "1 while /readyz passes (only the leader is ready)")
+        ready.add_metric([], 1.0 if results and all(good for _, good, _ in results) else 0.0)
+        checks = GaugeMetricFamily(
+            "gm_readiness_check", "1 while the named readiness check passes", labels=["check"]
+        )
+        for name, good, _ in results:
+            checks.add_metric([name], 1.0 if good else 0.0)
+        yield ready
+        yield checks

@@ -1,6 +1,7 @@
 """loguru for everything: our logs, and the standard `logging` of the client and urllib3.
 
-Text for people by default; one JSON object per line for log collectors.
+Text for people by default; one JSON object per line for log collectors, with the
+context fields (`FIELDS`) at the top level of each object.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ class InterceptHandler(logging.Handler):
         logger.opt(depth=depth, exception=record.exc_info).log(level, record.getMessage())
 
 
+FIELDS = ("kind", "job", "stage", "node", "pod", "controller")
+"""Context fields a JSON line carries at its top level (bound with `logger.bind` or
+`logger.contextualize`), so a log collector can filter on them: the controller base
+binds kind/job around each sync; the stage machine and the message layer add stage,
+node and pod where they know them."""
+
+
 def _json_sink(stream: TextIO) -> Any:
     def sink(message: Any) -> None:
         record = message.record
@@ -44,8 +52,12 @@ def _json_sink(stream: TextIO) -> Any:
             "function": record["function"],
             "line": record["line"],
         }
-        if record["extra"]:
-            doc["extra"] = record["extra"]
+        extra = dict(record["extra"])
+        for key in FIELDS:
+            if key in extra:
+                doc[key] = extra.pop(key)
+        if extra:
+            doc["extra"] = extra
         if record["exception"] is not None:
             doc["exception"] = "".join(traceback.format_exception(*record["exception"]))
         stream.write(orjson.dumps(doc, default=str).decode() + "\n")

@@ -6,7 +6,23 @@ in one process, as tests and embedding applications need.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    GC_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
+
+from sedna.runtime.clock import RealClock
+from sedna.runtime.observability import (
+    JobStateCollector,
+    NodeConnectionCollector,
+    StageTransitions,
+)
 
 
 class Metrics:
@@ -56,3 +72,14 @@ class Metrics:
             "kube_events_emitted", "Kubernetes Events written", ["type", "reason"], registry=r
         )
         self.leader = Gauge("leader_election_is_leader", "1 while this GM leads", registry=r)
+        # What every Prometheus exporter has: process_* (CPU, memory, fds) and python_*.
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        if GC_COLLECTOR is not None:
+            GCCollector(registry=r)
+        # Jobs by state and LC connections per node (sedna.runtime.observability).
+        self.job_states = JobStateCollector(RealClock())
+        r.register(self.job_states)
+        self.stage_transitions = StageTransitions(r)
+        self.lc_nodes = NodeConnectionCollector()
+        r.register(self.lc_nodes)

@@ -141,7 +141,12 @@ def test_exception_requeues_with_backoff(
     assert len(errors) == 3
     first = errors[0]
     assert "recorder" in first["message"] and "ns/job" in first["message"]
-    assert first["extra"] == {"controller": "recorder", "key": "ns/job"}
+    assert first["extra"] == {
+        "controller": "recorder",
+        "kind": "recorder",
+        "job": "ns/job",
+        "key": "ns/job",
+    }
     assert first["exception"] is not None and first["exception"].traceback is not None
     assert isinstance(first["exception"].value, RuntimeError)
 

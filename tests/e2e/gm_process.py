@@ -31,7 +31,7 @@ def write_config(tmp: Path, **overrides: Any) -> Path:
     emb = cfg["embedded"]
     emb["stateDir"] = str(tmp / "state")
     emb["port"] = 0
-    emb["apply"] = [str(PROJECT / p) for p in emb.get("apply") or []]
+    emb["apply"] = [str((PROJECT / "config" / p).resolve()) for p in emb.get("apply") or []]
     cfg["websocket"]["port"] = 0
     cfg["metrics"]["port"] = 0
     for key, value in overrides.items():

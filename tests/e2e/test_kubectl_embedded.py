@@ -153,9 +153,19 @@ def _meta(doc: Doc, key: str) -> str:
     return str(meta.get(key) or "") if isinstance(meta, dict) else ""
 
 
+# Sedna's own schema refuses these two samples (an env value given as a list, a missing
+# reidWorkers.selector), as kube-apiserver does: tests/cluster/test_crd_validation.py.
+REFUSED_BY_SEDNAS_SCHEMA = (
+    "objectsearchservice_v1alpha1.yaml",
+    "objecttrackingservice_v1alpha1.yaml",
+)
+
+
 def _samples(sedna_reference: Path) -> list[tuple[Path, list[Doc]]]:
     out = []
     for f in sorted((sedna_reference / "crd-samples").glob("*.yaml")):
+        if f.name in REFUSED_BY_SEDNAS_SCHEMA:
+            continue
         docs = [d for d in yaml.safe_load_all(f.read_text()) if d]
         if all(d.get("apiVersion") == SERVED for d in docs):
             out.append((f, docs))
@@ -167,7 +177,7 @@ def test_apply_get_delete_sednas_samples(kubectl: Kubectl, sedna_reference: Path
     kubectl("apply", "-f", "-", stdin=f"apiVersion: v1\nkind: Namespace\n"
                                            f"metadata:\n  name: {SAMPLES_NS}\n")  # fmt: skip
     samples = _samples(sedna_reference)
-    assert len(samples) >= 9
+    assert len(samples) >= 7
 
     def ns_args(docs: list[Doc]) -> list[str]:
         # Samples that name their namespace go there; the rest into a namespace of

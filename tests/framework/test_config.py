@@ -111,7 +111,7 @@ def test_env_overrides(tmp_path: Path) -> None:
 def test_env_override_errors_name_the_variable() -> None:
     with pytest.raises(ConfigError, match="environment SEDNA_GM_WEBSOCKET_PROT: no such key"):
         load_config(None, {"SEDNA_GM_WEBSOCKET_PROT": "1"})
-    expected = r'defaults: websocket\.port: expected an integer, got "x"'
+    expected = r'environment SEDNA_GM_WEBSOCKET_PORT: websocket\.port: expected an integer, got "x"'
     with pytest.raises(ConfigError, match=expected):
         load_config(None, {"SEDNA_GM_WEBSOCKET_PORT": "x"})
 

@@ -10,7 +10,7 @@ from typing import Any
 import kubernetes
 import pytest
 from support.deployments import DeploymentControllerFactory
-from support.rbac import allowed, declared, gm_calls, granted
+from support.rbac import allowed, declared, gm_calls, granted_by_resource
 
 from sedna.embedded.apiserver import APIServer
 
@@ -32,7 +32,7 @@ def features() -> list[Any]:
 
 
 def test_every_declared_access_is_granted() -> None:
-    grants = granted()
+    grants = granted_by_resource()
     missing = sorted(
         f"{g or 'core'}/{r}: {v}"
         for (g, r), verbs in declared(features()).items()

@@ -18,6 +18,7 @@ import pytest
 import yaml
 from support.gm import GMHarness
 from support.lc import LCBase
+from support.rbac import declare_test_feature_access
 from support.waiting import wait_until
 
 from sedna.runtime import (
@@ -25,6 +26,7 @@ from sedna.runtime import (
     INSERT,
     LIFELONG_LEARNING_JOBS,
     PODS,
+    ApiAccess,
     ControllerContext,
     EdgeMessage,
     Feature,
@@ -101,7 +103,19 @@ class ToyPlugin:
         def build(ctx: ControllerContext) -> FeatureController:
             return StageMachine(ctx, ToyFeature(), StageOptions(max_conditions=10))
 
-        return [Feature(name="toy_staged", kinds=["LifelongLearningJob"], factory=build)]
+        return [
+            Feature(
+                name="toy_staged", kinds=["LifelongLearningJob"], factory=build, access=TOY_ACCESS
+            )
+        ]
+
+
+# A feature defined in a test is in no shipped RBAC: its calls are checked against this.
+TOY_ACCESS = (
+    ApiAccess("sedna.io", ["lifelonglearningjobs"], ["get", "list", "watch", "patch"]),
+    ApiAccess("sedna.io", ["lifelonglearningjobs/status"], ["update"]),
+)
+declare_test_feature_access(TOY_ACCESS)
 
 
 @pytest.fixture()

@@ -31,15 +31,21 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 RBAC_PATH = PROJECT_ROOT / "config" / "rbac.yaml"
 
 __all__ = [
+    "CALLS_DIR_ENV",
     "CORE_RESOURCES",
     "RBAC_PATH",
     "RbacRule",
     "RbacRules",
     "access_rules",
+    "declare_test_feature_access",
     "denied_gm_calls",
     "describe",
+    "dump_calls",
     "feature_calls",
     "gm_calls",
+    "granted",
+    "load_calls",
+    "unused_grants",
 ]
 
 
@@ -129,9 +135,20 @@ def gm_calls(server: APIServer | RequestRecorder) -> set[ApiCall]:
     return recorder.calls(GM_USER_AGENT.partition("/")[0] + "/")
 
 
+_TEST_FEATURE_ACCESS: list[Any] = []
+
+
+def declare_test_feature_access(accesses: Iterable[Any]) -> None:
+    """The `Feature.access` of a feature that only a test defines (no shipped RBAC has it):
+    its GM's calls are checked against this instead of failing the session."""
+    _TEST_FEATURE_ACCESS.extend(accesses)
+
+
 def denied_gm_calls(server: APIServer | RequestRecorder, path: Path = RBAC_PATH) -> list[ApiCall]:
-    """The GM's calls to `server` that the RBAC at `path` does not grant."""
-    return RbacRules.load(path).denied(gm_calls(server))
+    """The GM's calls to `server` that the RBAC at `path` (or a test feature) does not grant."""
+    rbac, tests = RbacRules.load(path), access_rules(_TEST_FEATURE_ACCESS)
+    denied = [c for c in gm_calls(server) if not rbac.grants(c) and not tests.grants(c)]
+    return sorted(denied, key=str)
 
 
 def describe(calls: Iterable[ApiCall]) -> str:
@@ -171,7 +188,7 @@ def declared(features: Iterable[Feature]) -> Grants:
     return out
 
 
-def granted() -> Grants:
+def granted_by_resource() -> Grants:
     """(group, resource) -> verbs of the ClusterRole in config/rbac.yaml."""
     out: Grants = {}
     for doc in yaml.safe_load_all(RBAC.read_text()):
@@ -189,3 +206,44 @@ def allowed(grants: Grants, group: str, res: str, verb: str) -> bool:
         verb in grants.get((group, r), set()) or "*" in grants.get((group, r), set())
         for r in (res, wild)
     )
+
+
+# ---- grants never used -------------------------------------------------------------
+
+CALLS_DIR_ENV = "SEDNA_TEST_RBAC_CALLS_DIR"
+"""Where each test process writes the GM calls its session server recorded, so that the
+process that ran the whole suite (xdist's controller, or the only process) can check
+that every granted verb was used somewhere."""
+
+
+def granted(path: Path = RBAC_PATH) -> set[tuple[str, str, str]]:
+    """(group, resource, verb) of every rule of the RBAC manifest (no wildcards in ours)."""
+    out: set[tuple[str, str, str]] = set()
+    for rule in RbacRules.load(path).rules:
+        for group in rule.groups:
+            for resource in rule.resources:
+                out.update((group, resource, verb) for verb in rule.verbs)
+    return out
+
+
+def unused_grants(calls: Iterable[ApiCall], path: Path = RBAC_PATH) -> list[tuple[str, str, str]]:
+    """The granted (group, resource, verb) that no call used: RBAC wider than the GM."""
+    used = {(c.group, c.resource, c.verb) for c in calls}
+    return sorted(granted(path) - used)
+
+
+def dump_calls(calls: Iterable[ApiCall], folder: Path, name: str) -> None:
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [[c.verb, c.group, c.resource, c.namespace] for c in sorted(calls, key=str)]
+    (folder / f"{name}.json").write_text(json.dumps(rows))
+
+
+def load_calls(folder: Path) -> set[ApiCall]:
+    import json
+
+    out: set[ApiCall] = set()
+    for f in sorted(folder.glob("*.json")):
+        out.update(ApiCall(v, g, r, n) for v, g, r, n in json.loads(f.read_text()))
+    return out

@@ -15,7 +15,17 @@ from urllib.parse import unquote
 import orjson
 from aiohttp import web
 
-from . import discovery, errors, logs, metadata_only, negotiation, pagination, protobuf, tables
+from . import (
+    discovery,
+    errors,
+    logs,
+    metadata_only,
+    negotiation,
+    pagination,
+    protobuf,
+    schema_validation,
+    tables,
+)
 from .errors import APIError
 from .negotiation import Target
 from .patches import (
@@ -40,6 +50,14 @@ _METHOD_VERB = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "
 
 def _json(body: Any, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(body), status=status, headers=JSON_HEADERS)
+
+
+def _json_written(body: Any, status: int = 200) -> web.Response:
+    """A write's answer, with kube's warnings for the unknown fields it pruned."""
+    resp = _json(body, status)
+    for warning in schema_validation.pruned_warnings():
+        resp.headers.add("Warning", warning)
+    return resp
 
 
 def _error(err: APIError) -> web.Response:
@@ -232,9 +250,9 @@ class Handlers:
             if rt.namespaced and ns is None:
                 raise _page_not_found()
             body = await _body(request)
-            created = self.ops.create(rt, ns, body)
+            created = self.ops.create(rt, ns, body, _field_validation(request))
             self._faults_after_commit(verb, resource)
-            return _json(created, 201)
+            return _json_written(created, 201)
         if rt.namespaced and ns is None:
             raise _page_not_found()
         if verb == "deletecollection":
@@ -247,13 +265,13 @@ class Handlers:
             )
         if verb == "update":
             body = await _body(request)
-            updated = self.ops.update(rt, ns, name, body, sub)
+            updated = self.ops.update(rt, ns, name, body, sub, _field_validation(request))
             self._faults_after_commit(verb, resource)
-            return _json(updated)
+            return _json_written(updated)
         if verb == "patch":
             patched = await self._patch(request, rt, ns, name, sub)
             self._faults_after_commit(verb, resource)
-            return _json(patched)
+            return _json_written(patched)
         opts = await _delete_options(request)
         code, out = self.ops.delete(rt, ns, name, opts)
         self._faults_after_commit(verb, resource)
@@ -341,7 +359,9 @@ class Handlers:
             raise errors.bad_request(
                 "metadata.name and metadata.namespace cannot be changed by a patch"
             )
-        return self.ops.commit_update(rt, old, new, sub)
+        return self.ops.commit_update(
+            rt, old, new, sub, field_validation=_field_validation(request)
+        )
 
     async def _delete_collection(
         self, request: web.Request, rt: ResourceType, ns: str | None
@@ -561,3 +581,8 @@ async def _delete_options(request: web.Request) -> Mapping[str, Any]:
     if "orphanDependents" in q:
         opts["orphanDependents"] = q["orphanDependents"] == "true"
     return opts
+
+
+def _field_validation(request: web.Request) -> str | None:
+    """kube's `fieldValidation` (Strict, Warn, Ignore): what an unknown field costs."""
+    return request.query.get("fieldValidation")

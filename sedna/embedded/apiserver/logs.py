@@ -7,7 +7,9 @@ so a client learns that logs are missing here rather than reading an empty log.
 
 Parameters as kube validates them: ``container`` (required when the pod has several),
 ``tailLines`` (>= 0), ``limitBytes`` (>= 1), ``follow`` (the body streams until the
-pod has finished, is deleted, or the client goes away). ``previous``, ``timestamps``,
+pod has finished, is deleted, or the client goes away: a gone client ends the stream at
+the next poll, quietly, instead of when the pod is deleted, with a traceback).
+``previous``, ``timestamps``,
 ``sinceSeconds`` and ``sinceTime`` need what only a real kubelet keeps (the previous
 container's log, per-line times); asking for them is a 400 naming the parameter,
 never a silently different answer.
@@ -16,11 +18,13 @@ never a silently different answer.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from aiohttp.client_exceptions import ClientConnectionResetError
 
 from sedna.embedded.pod_logs import log_path
 
@@ -149,23 +153,59 @@ async def serve_log(
 
     resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
     await resp.prepare(request)
-    await resp.write(data)
-    while budget is None or budget > 0:
-        live = current()
-        finished = live is None or (live.get("status") or {}).get("phase") in _TERMINAL
-        chunk = _read_from(path, offset)
-        if chunk:
-            offset += len(chunk)
-            if budget is not None:
-                chunk = chunk[:budget]
-                budget -= len(chunk)
-            await resp.write(chunk)
-            continue
-        if finished:
-            break  # the file was read to its end after the pod had finished
-        await asyncio.sleep(FOLLOW_POLL_SECONDS)
-    await resp.write_eof()
+    FOLLOWING.opened()
+    try:
+        await resp.write(data)
+        while budget is None or budget > 0:
+            if _client_gone(request):
+                return resp  # nobody reads: stop polling now, not when the pod goes
+            live = current()
+            finished = live is None or (live.get("status") or {}).get("phase") in _TERMINAL
+            chunk = _read_from(path, offset)
+            if chunk:
+                offset += len(chunk)
+                if budget is not None:
+                    chunk = chunk[:budget]
+                    budget -= len(chunk)
+                await resp.write(chunk)
+                continue
+            if finished:
+                break  # the file was read to its end after the pod had finished
+            await asyncio.sleep(FOLLOW_POLL_SECONDS)
+        await resp.write_eof()
+    except (ConnectionResetError, ClientConnectionResetError):
+        pass  # the client went away between two polls: an ordinary end of a follow
+    finally:
+        FOLLOWING.closed()
     return resp
+
+
+class _OpenStreams:
+    """How many follow streams this process serves: a stream ends when its client goes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def opened(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    def closed(self) -> None:
+        with self._lock:
+            self._count -= 1
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+
+FOLLOWING = _OpenStreams()
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 def _read_from(path: Path, offset: int) -> bytes:

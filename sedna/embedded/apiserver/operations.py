@@ -20,6 +20,7 @@ from . import errors, pagination
 from .errors import APIError
 from .pagination import LATEST, Continue
 from .resources import CRD_KEY, NAMESPACE_KEY, Registry, ResourceType
+from .schema_validation import validate_custom_resource
 from .selectors import Matcher
 from .store import Store
 
@@ -57,9 +58,10 @@ def _spec_part(obj: Mapping[str, Any], status_sub: bool) -> dict[str, Any]:
 class Operations:
     """The verbs of the API over one store."""
 
-    def __init__(self, store: Store, registry: Registry) -> None:
+    def __init__(self, store: Store, registry: Registry, *, schema_validation: bool = True) -> None:
         self.store = store
         self.registry = registry
+        self.schema_validation = schema_validation
         self.gc: GarbageCollector | None = None
 
     # ---- helpers -------------------------------------------------------------------
@@ -153,8 +155,10 @@ class Operations:
         }
 
     # ---- create --------------------------------------------------------------------
-    def create(self, rt: ResourceType, ns: str | None, body: Any) -> dict[str, Any]:
-        """POST: defaulting, generateName, uniqueness, then store."""
+    def create(
+        self, rt: ResourceType, ns: str | None, body: Any, field_validation: str | None = None
+    ) -> dict[str, Any]:
+        """POST: defaulting, generateName, uniqueness, schema, then store."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
         obj = copy.deepcopy(body)
@@ -210,9 +214,23 @@ class Operations:
         self._default(rt, obj)
         if rt.status_subresource and rt.custom:
             obj.pop("status", None)
+        self._check_schema(rt, obj, field_validation)
         if rt.key == CRD_KEY:
             self._crd_accept(obj)
         return self.view(rt, self.store.put(rt.key, obj, None))
+
+    def _check_schema(
+        self, rt: ResourceType, obj: dict[str, Any], field_validation: str | None
+    ) -> None:
+        if rt.custom and self.schema_validation:
+            validate_custom_resource(
+                rt.extra.get("schema"),
+                obj,
+                kind=rt.kind,
+                group=rt.group,
+                version=rt.version,
+                field_validation=field_validation,
+            )
 
     def _check_kind(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         kind = obj.get("kind")
@@ -282,7 +300,13 @@ class Operations:
 
     # ---- update --------------------------------------------------------------------
     def update(
-        self, rt: ResourceType, ns: str | None, name: str, body: Any, subresource: str | None
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        name: str,
+        body: Any,
+        subresource: str | None,
+        field_validation: str | None = None,
     ) -> dict[str, Any]:
         """PUT on the object or its /status."""
         if not isinstance(body, dict):
@@ -302,7 +326,9 @@ class Operations:
                 "the request"
             )
         old = self._current(rt, ns, name)
-        return self.commit_update(rt, old, copy.deepcopy(body), subresource)
+        return self.commit_update(
+            rt, old, copy.deepcopy(body), subresource, field_validation=field_validation
+        )
 
     def _current(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:
         obj = self.store.get(rt.key, (ns or "") if rt.namespaced else "", name)
@@ -318,6 +344,7 @@ class Operations:
         subresource: str | None,
         *,
         internal: bool = False,
+        field_validation: str | None = None,
     ) -> dict[str, Any]:
         """Turn a client's full new object into the stored one and store it.
 
@@ -373,6 +400,8 @@ class Operations:
             if _spec_part(new, rt.status_subresource) != _spec_part(old, rt.status_subresource):
                 nmeta["generation"] = int(ometa.get("generation", 1)) + 1
         new["metadata"]["resourceVersion"] = ometa["resourceVersion"]
+        if not internal:
+            self._check_schema(rt, new, field_validation)
         if new == old:
             return self.view(rt, old)  # no-op writes do not bump resourceVersion
         if rt.key == CRD_KEY and subresource != "status":

@@ -135,6 +135,10 @@ BUILTINS: tuple[ResourceType, ...] = (
         status=True,
     ),
     _builtin("events.k8s.io", "v1", "events", "Event", short=("ev",)),
+    _builtin(
+        "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short=("pdb",), status=True
+    ),
+    _builtin("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", short=("netpol",)),
     _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role"),
     _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
     _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),

@@ -54,6 +54,7 @@ class APIServer:
         db_path: str | Path | None = None,
         history: int = 1000,
         pod_logs: Path | None = None,
+        schema_validation: bool = True,
     ) -> None:
         self.host = host
         # where the kubelet's container logs are (`sedna.embedded.pod_logs`); None: no kubelet
@@ -66,7 +67,8 @@ class APIServer:
         self.hub = WatchHub(history)
         self.persister = SQLitePersister(db_path) if db_path is not None else None
         self.store = Store(self.hub, self.persister)
-        self.ops = Operations(self.store, self.registry)
+        # custom resources checked against their CRD's schema (schema_validation.py)
+        self.ops = Operations(self.store, self.registry, schema_validation=schema_validation)
         self.gc = GarbageCollector(self.ops)
         # watch tuning; tests may lower these
         self.bookmark_interval = 1.0

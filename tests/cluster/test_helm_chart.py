@@ -1,0 +1,208 @@
+"""The Helm chart: lint, render, apply to an empty API server, and run its gm.yaml."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import pytest
+import yaml
+
+from sedna.embedded.crds import crd_manifests, dump, file_name
+from tests.cluster.helpers import (
+    PROJECT,
+    apply_in_order,
+    docs_of,
+    fresh_server,
+    helm_binary,
+    read_back,
+    run,
+)
+from tests.framework.test_cli_run import GM
+from tests.support.waiting import wait_until
+
+CHART = PROJECT / "config" / "helm" / "sedna-gm"
+HELM = helm_binary()
+needs_helm = pytest.mark.skipif(HELM is None, reason="helm not installed (scripts/fetch_helm.sh)")
+
+
+# A cluster with the Prometheus operator has these CRDs; the test server gets minimal ones.
+def operator_crd(kind: str, plural: str) -> dict[str, Any]:
+    crd = copy.deepcopy(SERVICE_MONITOR_CRD)
+    crd["metadata"]["name"] = f"{plural}.monitoring.coreos.com"
+    crd["spec"]["names"] = {"kind": kind, "plural": plural}
+    return crd
+
+
+SERVICE_MONITOR_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+    "spec": {
+        "group": "monitoring.coreos.com",
+        "names": {"kind": "ServiceMonitor", "plural": "servicemonitors"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+EVERYTHING = (
+    "--set", "serviceMonitor.enabled=true", "--set", "networkPolicy.enabled=true",
+    "--set", "websocket.tls.secretName=gm-tls", "--set", "prometheusRule.enabled=true",
+    "--set", "grafanaDashboard.enabled=true",
+)  # fmt: skip
+
+
+def template(*args: str) -> list[dict[str, Any]]:
+    assert HELM is not None
+    proc = run(HELM, "template", "sedna-gm", str(CHART), "-n", "sedna", "--include-crds", *args)
+    assert proc.returncode == 0, proc.stderr
+    return docs_of(proc.stdout)
+
+
+@needs_helm
+def test_helm_lint() -> None:
+    assert HELM is not None
+    proc = run(HELM, "lint", "--strict", str(CHART), *EVERYTHING)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_charts_files_are_the_shipped_rules_and_dashboard() -> None:
+    for shipped in ("prometheus/sedna-gm-rules.yaml", "grafana/sedna-gm.json"):
+        copy_in_chart = CHART / "files" / Path(shipped).name
+        assert copy_in_chart.read_text() == (PROJECT / "config" / shipped).read_text(), shipped
+
+
+def test_the_charts_crds_and_rbac_are_generated() -> None:
+    on_disk = {p.name: p.read_text() for p in (CHART / "crds").glob("*.yaml")}
+    assert on_disk == {file_name(c): dump(c) for c in crd_manifests()}
+    proc = run(
+        sys.executable, "-m", "sedna.cli", "rbac", "--helm",
+        "--config", str(PROJECT / "config" / "gm.cluster.yaml"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (CHART / "templates" / "rbac.yaml").read_text() == proc.stdout
+
+
+@needs_helm
+def test_rendered_chart_applies_to_an_empty_cluster() -> None:
+    docs = template(*EVERYTHING)
+    kinds = [d["kind"] for d in docs]
+    for kind in (
+        "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+        "Role", "RoleBinding", "Secret", "ConfigMap", "Service", "Deployment",
+        "PodDisruptionBudget", "ServiceMonitor", "NetworkPolicy", "PrometheusRule",
+    ):  # fmt: skip
+        assert kind in kinds, kind
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "sedna"}}
+    with fresh_server() as client:
+        rules_crd = operator_crd("PrometheusRule", "prometheusrules")
+        created = apply_in_order(client, [SERVICE_MONITOR_CRD, rules_crd, ns, *docs])
+        for doc in docs:
+            assert read_back(client, doc)["metadata"]["name"] == doc["metadata"]["name"]
+    assert len(created) == len(docs) + 3
+    (rule,) = [d for d in docs if d["kind"] == "PrometheusRule"]
+    rules = yaml.safe_load((PROJECT / "config" / "prometheus" / "sedna-gm-rules.yaml").read_text())
+    assert rule["spec"]["groups"] == rules["groups"]
+    (board,) = [d for d in docs if d["metadata"]["name"].endswith("-dashboard")]
+    dashboard = (PROJECT / "config" / "grafana" / "sedna-gm.json").read_text()
+    assert json.loads(board["data"]["sedna-gm.json"]) == json.loads(dashboard)
+    (deploy,) = [d for d in docs if d["kind"] == "Deployment"]
+    pod = deploy["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert deploy["spec"]["replicas"] == 2
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert {v["name"] for v in pod["volumes"]} == {"config", "tmp", "tls"}
+    (svc,) = [d for d in docs if d["kind"] == "Service"]
+    assert svc["metadata"]["name"] == "gm"  # Sedna's LCs dial gm.sedna:9000
+
+
+@needs_helm
+def test_values_switch_features_namespace_and_token() -> None:
+    docs = template(
+        "--set", "features.incremental_learning.enabled=false", "--set", "config.namespace=ai",
+        "--set", "websocket.token.existingSecret=mine",
+    )  # fmt: skip
+    assert not [d for d in docs if d["kind"] == "Secret"]
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    gm = yaml.safe_load(cm["data"]["gm.yaml"])
+    assert gm["namespace"] == "ai"
+    assert gm["websocket"]["tokenSecret"] == "sedna/mine"
+    assert gm["features"]["incremental_learning"]["enabled"] is False
+    roles = {(d["kind"], d["metadata"]["name"]): d for d in docs if d["kind"].endswith("Role")}
+    watched = roles[("Role", "sedna-gm")]
+    assert watched["metadata"]["namespace"] == "ai"
+    resources = {r for rule in watched["rules"] for r in rule["resources"]}
+    assert "pods" not in resources and "datasets" in resources  # IL's grants went with it
+    assert ("ClusterRole", "sedna-gm") not in roles  # no cluster-wide Secret read
+    self_role = roles[("Role", "sedna-gm-self")]
+    assert {
+        "apiGroups": [""],
+        "resources": ["secrets"],
+        "resourceNames": ["mine"],
+        "verbs": ["get"],
+    } in self_role["rules"]
+
+
+def _readyz(port: int) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@needs_helm
+def test_a_gm_on_the_charts_gm_yaml_gets_ready_once_its_token_secret_exists(
+    apiserver: Any, api_client: kubernetes.client.ApiClient, namespace: str, tmp_path: Path
+) -> None:
+    docs = template("--set", f"config.namespace={namespace}")
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    gm = yaml.safe_load(cm["data"]["gm.yaml"])
+    # Only what the cluster gives a pod differs: the API server and the local ports.
+    kubeconfig = tmp_path / "kubeconfig"
+    apiserver.write_kubeconfig(kubeconfig)
+    gm["kubeConfig"] = str(kubeconfig)
+    gm["websocket"].update(address="127.0.0.1", port=0)
+    gm["metrics"].update(address="127.0.0.1", port=0)
+    gm["leaderElection"]["leaseNamespace"] = namespace
+    gm["websocket"]["tokenSecret"] = gm["websocket"]["tokenSecret"].replace(
+        "sedna/", f"{namespace}/"
+    )
+    (secret,) = [d for d in docs if d["kind"] == "Secret"]
+    process = GM(gm, tmp_path)
+    try:
+        port = int(process.until(r"serving /metrics.* on 127\.0\.0\.1:(\d+)")[1])
+        process.until(r"sedna-gm started")
+        code, body = _readyz(port)
+        assert code == 503, body
+        assert "[-]lc-token failed: no LC token in websocket.tokenSecret" in body
+        secret["metadata"]["namespace"] = namespace
+        kubernetes.client.CoreV1Api(api_client).create_namespaced_secret(namespace, secret)
+        wait_until(lambda: _readyz(port)[0] == 200, 15, "readiness once the chart's Secret exists")
+        token = base64.b64decode(secret["data"]["token"]).decode()
+        assert len(token) == 48
+    finally:
+        process.kill()

@@ -1,0 +1,149 @@
+"""The plain manifests, applied in the README's order to an empty API server, all land."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sedna import __version__
+from sedna.embedded.apiserver import APIServer
+from sedna.embedded.crds import crd_manifests, dump, file_name
+from tests.cluster.helpers import PROJECT, apply_in_order, docs_in, fresh_server, read_back, run
+
+CONFIG = PROJECT / "config"
+README = PROJECT / "README.md"
+
+
+def readme_apply_sequence() -> list[list[str]]:
+    """The `kubectl apply` lines of the README's plain-manifest install, in order."""
+    section = README.read_text().split("### Plain manifests", 1)[1].split("\n## ", 1)[0]
+    lines = re.findall(r"^kubectl apply (.+)$", section, re.M)
+    assert lines, "no kubectl apply in the README's plain-manifest section"
+    return [re.findall(r"-f (\S+)", line) for line in lines]
+
+
+def test_the_readme_sequence_creates_every_object() -> None:
+    files = [CONFIG.parent / f for line in readme_apply_sequence() for f in line]
+    assert files[0] == CONFIG / "crds/"
+    docs = docs_in(*files)
+    with fresh_server() as client:
+        created = apply_in_order(client, docs)
+        for doc in docs:
+            assert read_back(client, doc)["metadata"]["name"] == doc["metadata"]["name"]
+    kinds = {c.split("/")[0] for c in created}
+    assert {
+        "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
+        "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap", "Deployment",
+        "PodDisruptionBudget", "Service",
+    } <= kinds  # fmt: skip
+    assert len(created) == len(docs)
+
+
+def test_rbac_then_deploy_applies_on_an_empty_cluster() -> None:
+    """`kubectl apply -f config/rbac.yaml -f config/deploy/sedna-gm.yaml`: the namespace first."""
+    docs = docs_in(CONFIG / "rbac.yaml", CONFIG / "deploy" / "sedna-gm.yaml")
+    assert docs[0] == {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "sedna"}}
+    with fresh_server() as client:
+        apply_in_order(client, docs)
+
+
+def test_config_crds_are_what_sedna_gm_crds_prints() -> None:
+    on_disk = {p.name: p.read_text() for p in (CONFIG / "crds").glob("*.yaml")}
+    assert on_disk == {file_name(c): dump(c) for c in crd_manifests()}
+    printed = run(sys.executable, "-m", "sedna.cli", "crds").stdout
+    assert printed == "".join(dump(c) for c in crd_manifests())
+
+
+@pytest.mark.parametrize("config", ["gm.cluster.yaml"])
+def test_config_rbac_is_generated_from_the_enabled_features(config: str) -> None:
+    proc = run(sys.executable, "-m", "sedna.cli", "rbac", "--config", str(CONFIG / config))
+    assert proc.returncode == 0, proc.stderr
+    assert (CONFIG / "rbac.yaml").read_text() == proc.stdout, (
+        "config/rbac.yaml is stale: sedna-gm rbac --config config/gm.cluster.yaml "
+        "> config/rbac.yaml"
+    )
+
+
+def test_rbac_follows_the_config() -> None:
+    """A configured namespace confines the grants; a disabled feature takes its grants away."""
+    from sedna.plugins import load_plugins
+    from sedna.rbac import rbac_manifests
+    from sedna.runtime.config import GMConfig
+
+    cfg = GMConfig.model_validate(
+        {
+            "namespace": "ai",
+            "websocket": {"auth": "none"},
+            "features": {"dataset": {"enabled": False}},
+        }
+    )
+    features = [f.feature for f in load_plugins(cfg, source="test").features]
+    docs = rbac_manifests(cfg, features)
+    (cluster,) = [d for d in docs if d["kind"] == "ClusterRole"]
+    assert cluster["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]}
+    ]
+    (role,) = [d for d in docs if d["kind"] == "Role"]
+    assert role["metadata"]["namespace"] == "ai"
+    resources = {r for rule in role["rules"] for r in rule["resources"]}
+    assert "secrets" in resources and "datasets/status" not in resources
+    assert "leases" not in resources  # leader election is off
+
+
+def test_deploy_configmap_is_gm_cluster_yaml_and_the_image_is_the_built_tag() -> None:
+    docs = docs_in(CONFIG / "deploy" / "sedna-gm.yaml")
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert yaml.safe_load(cm["data"]["gm.yaml"]) == yaml.safe_load(
+        (CONFIG / "gm.cluster.yaml").read_text()
+    )
+    (deploy,) = [d for d in docs if d["kind"] == "Deployment"]
+    image = deploy["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == f"sedna-gm:{__version__}"
+    dockerfile = (PROJECT / "Dockerfile").read_text()
+    assert f"docker build -t {image} ." in dockerfile
+    assert f"docker build -t {image} ." in README.read_text()
+    chart = yaml.safe_load((CONFIG / "helm" / "sedna-gm" / "Chart.yaml").read_text())
+    assert chart["appVersion"] == __version__
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+def test_the_readme_sequence_with_kubectl(tmp_path: Path) -> None:
+    """The README's lines through kubectl itself, in order. The in-process server has no
+    server-side apply, so the CRD line runs as `kubectl create` (the same objects)."""
+    section = README.read_text().split("### Plain manifests", 1)[1].split("```bash", 1)[1]
+    lines = [ln for ln in section.split("```", 1)[0].splitlines() if ln.startswith("kubectl ")]
+    assert len(lines) == 3, lines
+    srv = APIServer("127.0.0.1", 0)
+    srv.start()
+    try:
+        kubeconfig = tmp_path / "kubeconfig"
+        srv.write_kubeconfig(kubeconfig)
+        for line in lines:
+            args = shlex.split(line.replace("apply --server-side", "create"))[1:]
+            args = [a.replace("$(openssl rand -hex 24)", "t0ken") for a in args]
+            proc = subprocess.run(
+                ["kubectl", "--kubeconfig", str(kubeconfig), *args],
+                capture_output=True, text=True, timeout=120, cwd=PROJECT,
+            )  # fmt: skip
+            assert proc.returncode == 0, f"{line}: {proc.stderr}"
+        proc = subprocess.run(
+            ["kubectl", "--kubeconfig", str(kubeconfig), "get", "-n", "sedna",
+             "deploy,svc,pdb,cm,secret,sa,role,rolebinding", "-o", "name"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        listed = proc.stdout.split()
+        expected = (
+            "deployment.apps/sedna-gm", "service/gm", "secret/sedna-gm-lc-token",
+            "poddisruptionbudget.policy/sedna-gm", "configmap/sedna-gm-config",
+        )  # fmt: skip
+        for name in expected:
+            assert name in listed, proc.stdout + proc.stderr
+    finally:
+        srv.stop()
