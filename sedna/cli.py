@@ -1,4 +1,4 @@
-"""`sedna-gm`: run the GM, list plugins, check a config.
+"""`sedna-gm`: run the GM, list plugins, check a config, and the authoring commands.
 
 Operator errors (a bad gm.yaml, a broken plugin) end with one line on stderr and exit
 status 2, never a traceback.
@@ -11,7 +11,8 @@ import faulthandler
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
@@ -26,7 +27,21 @@ from sedna.runtime.logging import configure_logging
 EXIT_USAGE = 2
 
 
-def _parser() -> argparse.ArgumentParser:
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its help, its own arguments, and what it runs.
+
+    `needs_config` commands get the loaded gm.yaml (`args.config_obj`); the others run
+    without one (scaffolding, the bare API server).
+    """
+
+    help: str
+    run: Callable[[argparse.Namespace], int]
+    arguments: Callable[[argparse.ArgumentParser], None] = lambda _p: None
+    needs_config: bool = True
+
+
+def _parser(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="sedna-gm", description="GlobalManager for KubeEdge Sedna, built from plugins."
     )
@@ -37,13 +52,11 @@ def _parser() -> argparse.ArgumentParser:
         help="path of gm.yaml (default: $SEDNA_GM_CONFIG, else built-in defaults)",
     )
     sub = p.add_subparsers(dest="command")
-    sub.add_parser("run", help="run the manager (the default)")
-    sub.add_parser("plugins", help="list discovered plugins, their kinds and state")
-    sub.add_parser("check-config", help="validate gm.yaml and print the effective config")
-    for name in ("run", "plugins", "check-config"):
-        sub.choices[name].add_argument(
-            "--config", default=argparse.SUPPRESS, help="path of gm.yaml"
-        )
+    for name, command in commands.items():
+        sp = sub.add_parser(name, help=command.help)
+        if command.needs_config:
+            sp.add_argument("--config", default=argparse.SUPPRESS, help="path of gm.yaml")
+        command.arguments(sp)
     return p
 
 
@@ -58,17 +71,33 @@ def _fail(message: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    command = args.command or "run"
+    commands = _commands()
+    args = _parser(commands).parse_args(argv)
+    command = commands[args.command or "run"]
     try:
-        config = _load(args.config)
-        if command == "check-config":
-            return _check_config(config, args.config)
-        if command == "plugins":
-            return _list_plugins(config)
-        return _run(config, args.config or "defaults")
+        if command.needs_config:
+            args.config_obj = _load(args.config)
+        return command.run(args)
     except (ConfigError, PluginError) as exc:
         return _fail(str(exc))
+
+
+def _commands() -> dict[str, Command]:
+    return {
+        "run": Command("run the manager (the default)", _run_command),
+        "plugins": Command(
+            "list discovered plugins and which feature reconciles each Sedna kind",
+            lambda a: _list_plugins(a.config_obj),
+        ),
+        "check-config": Command(
+            "validate gm.yaml and print the effective config",
+            lambda a: _check_config(a.config_obj, a.config),
+        ),
+    }
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    return _run(args.config_obj, args.config or "defaults")
 
 
 def _check_config(config: GMConfig, path: str | None) -> int:
@@ -79,22 +108,36 @@ def _check_config(config: GMConfig, path: str | None) -> int:
     return 0
 
 
-def _list_plugins(config: GMConfig) -> int:
-    from sedna.plugins.loader import describe_plugins
-
-    rows = describe_plugins(config)
-    header = ("NAME", "DISTRIBUTION", "VERSION", "KINDS", "ENABLED")
-    table = [header, *[(r.name, r.distribution, r.version, r.kinds, r.enabled) for r in rows]]
+def _print_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
+    table = [header, *rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _list_plugins(config: GMConfig) -> int:
+    from sedna.plugins.loader import describe_kinds, describe_plugins
+
+    rows = describe_plugins(config)
+    _print_table(
+        ("NAME", "DISTRIBUTION", "VERSION", "KINDS", "ENABLED"),
+        [(r.name, r.distribution, r.version, r.kinds, r.enabled) for r in rows],
+    )
+    print()
+    _print_table(
+        ("KIND", "FEATURE", "NOTE"),
+        [(k.kind, k.feature, k.note) for k in describe_kinds(rows)],
+    )
     return 0
 
 
 def _run(config: GMConfig, source: str) -> int:
     from sedna.manager import Manager, StartupError
+    from sedna.plugins import load_plugins
 
     configure_logging(config.logging.level, config.logging.format)
+    # Every plugin mistake ends here, before the embedded server or anything else starts.
+    plugins = load_plugins(config, source=source)
     embedded: Any = None
     manager: Manager | None = None
     received: list[str] = []  # a signal may come before the manager exists
@@ -118,7 +161,7 @@ def _run(config: GMConfig, source: str) -> int:
 
             embedded = EmbeddedMode(config)
             config = embedded.prepare()
-        manager = Manager(config, config_source=source)
+        manager = Manager(config, config_source=source, plugins=plugins)
         if received:
             manager.request_stop(received[0])
         manager.start()

@@ -16,11 +16,12 @@ from dependency_injector import providers
 from loguru import logger
 
 from sedna.plugins import LoadedPlugins, PluginError, load_plugins
+from sedna.plugins.kinds import KindsUnknown, check_foreign_kinds, warn_unreconciled
 from sedna.runtime.config import GMConfig
 from sedna.runtime.container import RuntimeContainer
 from sedna.runtime.context import ControllerContext
 from sedna.runtime.health import HealthServer
-from sedna.runtime.kube import KubeConfigError
+from sedna.runtime.kube import KubeClient, KubeConfigError
 from sedna.runtime.leader import LeaderElector
 from sedna.runtime.plugin_api import FeatureController
 
@@ -47,7 +48,9 @@ class Manager:
         config_source: str = "gm.yaml",
         cache_sync_timeout: float = 60.0,
         use_entry_points: bool = True,
+        plugins: LoadedPlugins | None = None,
     ) -> None:
+        """`plugins`, if given, are used as loaded (the CLI loads them before anything starts)."""
         self.config = config
         self.container = container if container is not None else RuntimeContainer(config=config)
         if container is not None:
@@ -56,7 +59,7 @@ class Manager:
         self._use_entry_points = use_entry_points
         self._source = config_source
         self._sync_timeout = cache_sync_timeout
-        self.plugins: LoadedPlugins | None = None
+        self.plugins: LoadedPlugins | None = plugins
         self.features: list[_RunningFeature] = []
         self.health: HealthServer | None = None
         self._stopped = threading.Event()
@@ -130,9 +133,10 @@ class Manager:
             )
         self._uses_message_layer = not self.container.downstream.overridden
         try:
-            self.container.kube()
+            kube = self.container.kube()
         except KubeConfigError as exc:  # an operator error: one line, no traceback
             raise StartupError(f"cannot configure the Kubernetes client: {exc}") from None
+        self._check_kinds(plugins, kube)
         try:
             self._start_health()
             if self.config.leaderElection.enabled:
@@ -144,6 +148,21 @@ class Manager:
             self.stop()
             raise
         self._started = True
+
+    def _check_kinds(self, plugins: LoadedPlugins, kube: KubeClient) -> None:
+        """Fail on a claimed kind the cluster lacks; warn about kinds nobody reconciles."""
+        try:
+            check_foreign_kinds(plugins.foreign_kinds(), kube)
+        except KindsUnknown as exc:
+            raise StartupError(str(exc)) from None
+        except Exception as exc:  # the API server is not reachable: the informers will say so
+            logger.warning("cannot check the installed kinds: {}", exc)
+            return
+        installed = [p.name for p in plugins.discovered]
+        try:
+            warn_unreconciled(kube, plugins.reconciled_kinds(), installed, self.config.namespace)
+        except Exception as exc:
+            logger.warning("cannot check the installed kinds: {}", exc)
 
     def _activate(self) -> None:
         """Build the features, sync the caches, open the edge server, run the controllers."""
