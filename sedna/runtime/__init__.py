@@ -66,6 +66,8 @@ _EXPORTS: dict[str, str] = {
     "ItemExponentialFailureRateLimiter": "sedna.runtime.workqueue",
     "Controller": "sedna.runtime.controller",
     "Result": "sedna.runtime.controller",
+    "TemporaryError": "sedna.runtime.controller",
+    "PermanentError": "sedna.runtime.controller",
     # workers
     "WorkerRuntime": "sedna.runtime.workers",
     "WorkerParam": "sedna.runtime.workers",
@@ -146,6 +148,7 @@ __all__ = [
     "ModelHotUpdate",
     "MountURL",
     "NotFound",
+    "PermanentError",
     "RateLimitingQueue",
     "RealClock",
     "Resource",
@@ -155,6 +158,7 @@ __all__ = [
     "RuntimeContainer",
     "SharedInformer",
     "SharedInformerFactory",
+    "TemporaryError",
     "UpstreamHandler",
     "UpstreamMessage",
     "UpstreamRegistry",
@@ -204,7 +208,7 @@ if TYPE_CHECKING:
     from sedna.runtime.config import ConfigError, GMConfig, WebsocketConfig, load_config
     from sedna.runtime.container import RuntimeContainer
     from sedna.runtime.context import ControllerContext, DownstreamSend
-    from sedna.runtime.controller import Controller, Result
+    from sedna.runtime.controller import Controller, PermanentError, Result, TemporaryError
     from sedna.runtime.events import EventRecorder
     from sedna.runtime.informers import (
         DeletedFinalStateUnknown,
