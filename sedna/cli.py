@@ -93,7 +93,50 @@ def _commands() -> dict[str, Command]:
             "validate gm.yaml and print the effective config",
             lambda a: _check_config(a.config_obj, a.config),
         ),
+        "apiserver": Command(
+            "run only the embedded API server (Sedna's CRDs), for embedders and plugin authors",
+            _apiserver,
+            _apiserver_arguments,
+            needs_config=False,
+        ),
     }
+
+
+def _apiserver_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--address", default="127.0.0.1", help="address to listen on")
+    p.add_argument("--port", type=int, default=6443, help="port (0: any free port)")
+    p.add_argument(
+        "--kubeconfig", default=".sedna-gm/kubeconfig", help="where to write its kubeconfig"
+    )
+    p.add_argument("--state-dir", default=None, help="keep objects in DIR/state.db (SQLite)")
+    p.add_argument(
+        "--apply", action="append", default=[], help="manifest file or directory to create"
+    )
+
+
+def _apiserver(args: argparse.Namespace) -> int:
+    import threading
+    from pathlib import Path
+
+    from sedna.embedded.standalone import serve
+
+    configure_logging("WARNING")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        serve(
+            address=args.address,
+            port=args.port,
+            kubeconfig=Path(args.kubeconfig),
+            state_dir=Path(args.state_dir) if args.state_dir else None,
+            apply=args.apply,
+            stop=stop,
+            announce=lambda line: print(f"sedna-gm: {line}", flush=True),
+        )
+    except OSError as exc:
+        return _fail(f"apiserver: cannot listen on {args.address}:{args.port}: {exc}")
+    return 0
 
 
 def _run_command(args: argparse.Namespace) -> int:

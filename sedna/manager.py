@@ -21,6 +21,7 @@ from sedna.runtime.config import GMConfig
 from sedna.runtime.container import RuntimeContainer
 from sedna.runtime.context import ControllerContext
 from sedna.runtime.health import HealthServer
+from sedna.runtime.host import FeatureHost, FeatureStartError, build_context
 from sedna.runtime.kube import KubeClient, KubeConfigError
 from sedna.runtime.leader import LeaderElector
 from sedna.runtime.plugin_api import FeatureController
@@ -69,6 +70,7 @@ class Manager:
         self._uses_message_layer = False
         # What was started, so stop() closes exactly that (providers build lazily).
         self._running: list[tuple[str, Any]] = []
+        self._host: FeatureHost | None = None  # the features and the runtime they run on
         # Leader election: controllers start on the elector's thread, stop() on the caller's.
         self.elector: LeaderElector | None = None
         self._activation_lock = threading.Lock()
@@ -95,21 +97,7 @@ class Manager:
     def context(
         self, feature_name: str = "", options: Any = None, workers: int = 1
     ) -> ControllerContext:
-        c = self.container
-        return ControllerContext(
-            config=self.config,
-            kube=c.kube(),
-            informers=c.informers(),
-            send=c.downstream(),
-            upstream=c.upstream(),
-            events=c.events(),
-            metrics=c.metrics(),
-            worker_runtime=c.worker_runtime(),
-            clock=c.clock(),
-            feature_name=feature_name,
-            options=options,
-            workers=workers,
-        )
+        return build_context(self.container, self.config, feature_name, options, workers)
 
     def start(self) -> None:
         """Start serving; with leader election, only the leader builds and runs features.
@@ -170,18 +158,30 @@ class Manager:
             if self._shutting_down:
                 return
             plugins = self.load()
+            host = FeatureHost(
+                self.container, config=self.config, cache_sync_timeout=self._sync_timeout
+            )
+            self._host = host
             for loaded in plugins.features:
-                ctx = self.context(loaded.feature.name, loaded.options, loaded.workers)
-                try:
-                    controller = loaded.feature.factory(ctx)
-                except Exception as exc:
-                    raise StartupError(
-                        f"plugin {loaded.plugin}: feature {loaded.feature.name} failed to "
-                        f"start: {type(exc).__name__}: {exc}"
-                    ) from exc
+                host.add(
+                    loaded.feature,
+                    loaded.options,
+                    workers=loaded.workers,
+                    validated=True,
+                    plugin=loaded.plugin,
+                )
+            try:
+                host.start()
+            except FeatureStartError as exc:
+                raise StartupError(str(exc)) from exc
+            for loaded, hosted in zip(plugins.features, host.features, strict=True):
+                assert hosted.controller is not None
                 self.features.append(
                     _RunningFeature(
-                        loaded.feature.name, loaded.plugin, controller, tuple(loaded.feature.kinds)
+                        loaded.feature.name,
+                        loaded.plugin,
+                        hosted.controller,
+                        tuple(loaded.feature.kinds),
                     )
                 )
                 logger.info(
@@ -191,9 +191,7 @@ class Manager:
                     ", ".join(loaded.feature.kinds) or "-",
                     loaded.workers,
                 )
-            self._start_runtime()
-            for feature in self.features:
-                feature.controller.start()
+            self._add_readiness(host)
             plugins.hooks.startup(self.context())
             self._active.set()
         logger.info("sedna-gm started with {} feature(s)", len(self.features))
@@ -215,24 +213,16 @@ class Manager:
             self.health.port,
         )
 
-    def _start_runtime(self) -> None:
-        c = self.container
-        self._running.append(("event recorder", c.events()))  # stopped last: writes what is queued
-        informers = c.informers()
-        informers.start()
-        self._running.append(("informers", informers))
-        if not informers.wait_for_cache_sync(self._sync_timeout):
-            raise StartupError(f"informer caches did not sync within {self._sync_timeout:.0f} s")
-        if self.health is not None:
-            self.health.add_readiness(
-                "informer-sync", lambda: all(i.has_synced() for i in informers.informers)
-            )
-        if self._uses_message_layer:
-            layer = c.message_layer()  # dispatches to the container's upstream registry
-            layer.start()
-            self._running.append(("websocket server", layer))
-            if self.health is not None:
-                self.health.add_readiness("websocket", lambda: layer.port > 0)
+    def _add_readiness(self, host: FeatureHost) -> None:
+        if self.health is None:
+            return
+        informers = self.container.informers()
+        self.health.add_readiness(
+            "informer-sync", lambda: all(i.has_synced() for i in informers.informers)
+        )
+        if host.uses_message_layer:
+            layer = self.container.message_layer()
+            self.health.add_readiness("websocket", lambda: layer.port > 0)
 
     def _start_leader_election(self) -> None:
         """The leader activates; a replica that loses the lease exits, as client-go's do.
@@ -295,11 +285,9 @@ class Manager:
         """Stop everything that was started, in reverse order; safe to call twice."""
         with self._activation_lock:
             self._shutting_down = True
-        for feature in reversed(self.features):
-            try:
-                feature.controller.stop()
-            except Exception as exc:
-                logger.warning("feature {} did not stop cleanly: {}", feature.name, exc)
+        host = self._host
+        if host is not None:
+            host.stop_features()
         if self.plugins is not None and self._active.is_set():
             try:
                 self.plugins.hooks.shutdown(self.context())
@@ -309,6 +297,9 @@ class Manager:
         if self.health is not None:
             self.health.stop()
             self.health = None
+        if host is not None:
+            host.stop_runtime()
+            self._host = None
         while self._running:
             what, part = self._running.pop()
             try:

@@ -20,6 +20,13 @@ _EXPORTS: dict[str, str] = {
     "ControllerContext": "sedna.runtime.context",
     "DownstreamSend": "sedna.runtime.context",
     "RuntimeContainer": "sedna.runtime.container",
+    # embedding: chosen features on the runtime
+    "FeatureHost": "sedna.runtime.host",
+    "FeatureStartError": "sedna.runtime.host",
+    "HostedFeature": "sedna.runtime.host",
+    "build_context": "sedna.runtime.host",
+    "validate_feature_options": "sedna.runtime.host",
+    "configure_logging": "sedna.runtime.logging",
     # config
     "GMConfig": "sedna.runtime.config",
     "ConfigError": "sedna.runtime.config",
@@ -136,9 +143,12 @@ __all__ = [
     "FakeClock",
     "Feature",
     "FeatureController",
+    "FeatureHost",
     "FeatureOptionsError",
+    "FeatureStartError",
     "GMConfig",
     "Gone",
+    "HostedFeature",
     "ItemExponentialFailureRateLimiter",
     "JobRef",
     "KubeClient",
@@ -172,6 +182,8 @@ __all__ = [
     "attach_credential",
     "backoff_for",
     "backoff_for_requeues",
+    "build_context",
+    "configure_logging",
     "controller_owner_reference",
     "convert_map_to_metrics",
     "generate_labels",
@@ -186,6 +198,7 @@ __all__ = [
     "sedna_resource",
     "split_key",
     "update_status_with_retry",
+    "validate_feature_options",
     "worker_selector",
 ]
 
@@ -210,6 +223,13 @@ if TYPE_CHECKING:
     from sedna.runtime.context import ControllerContext, DownstreamSend
     from sedna.runtime.controller import Controller, PermanentError, Result, TemporaryError
     from sedna.runtime.events import EventRecorder
+    from sedna.runtime.host import (
+        FeatureHost,
+        FeatureStartError,
+        HostedFeature,
+        build_context,
+        validate_feature_options,
+    )
     from sedna.runtime.informers import (
         DeletedFinalStateUnknown,
         Lister,
@@ -245,6 +265,7 @@ if TYPE_CHECKING:
         update_status_with_retry,
     )
     from sedna.runtime.leader import LeaderElector
+    from sedna.runtime.logging import configure_logging
     from sedna.runtime.messaging import CREDENTIAL_ANNOTATION, attach_credential
     from sedna.runtime.metrics import Metrics
     from sedna.runtime.plugin_api import (
