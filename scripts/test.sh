@@ -31,7 +31,7 @@ echo "== ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 echo "== mypy --strict"
-.venv/bin/mypy --strict sedna plugins/incremental_learning/sedna_incremental_learning plugins/contrib/dataset/sedna_dataset examples/embed
+.venv/bin/mypy --strict sedna plugins/incremental_learning/sedna_incremental_learning plugins/contrib/dataset/sedna_dataset examples/embed examples/tutorial/model_check/sedna_model_check
 echo "== import-linter"
 .venv/bin/lint-imports
 echo "== pytest"

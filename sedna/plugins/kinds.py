@@ -87,8 +87,8 @@ def would_reconcile(kind: str, installed_plugins: Iterable[str]) -> str:
     if plugin is None:
         return "no known plugin reconciles it"
     if plugin in set(installed_plugins):
-        return f"plugin {plugin} would: it is installed but disabled (features.{plugin})"
-    return f"plugin {plugin} would: it is not installed"
+        return f"plugin {plugin} would, but features.{plugin} is disabled"
+    return f"plugin {plugin} would, but it is not installed"
 
 
 CRDS = Resource(

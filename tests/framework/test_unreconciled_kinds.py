@@ -44,7 +44,9 @@ def test_every_unreconciled_kind_is_warned_about_once(
     warned = sorted(line.split("kind ")[1].split(" ")[0] for line in warnings)
     assert warned == expected  # once each; Dataset is reconciled, Model has no controller
     il = next(line for line in warnings if "kind IncrementalLearningJob " in line)
-    assert "plugin incremental_learning would: it is installed but disabled" in il
+    assert (
+        "(plugin incremental_learning would, but features.incremental_learning is disabled)" in il
+    )
     assert "objects of this kind exist and are not reconciled" in il
     reid = next(line for line in warnings if "kind ReidJob " in line)
     assert "plugin reid would" in reid
