@@ -99,7 +99,34 @@ def _commands() -> dict[str, Command]:
             _apiserver_arguments,
             needs_config=False,
         ),
+        "new-plugin": Command(
+            "write a new feature plugin package (entry point, options, controller, test)",
+            _new_plugin,
+            _new_plugin_arguments,
+            needs_config=False,
+        ),
     }
+
+
+def _new_plugin_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="the feature's name (its entry point and gm.yaml key)")
+    p.add_argument("--kind", default="Model", help="the Sedna kind it reconciles")
+    p.add_argument("--dir", default=".", help="where to create the plugin's directory")
+
+
+def _new_plugin(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sedna.scaffold import ScaffoldError, plan, write
+
+    try:
+        p = plan(args.name, args.kind, Path(args.dir))
+        write(p)
+    except (ScaffoldError, OSError) as exc:
+        return _fail(str(exc))
+    print(f"wrote {p.root}: feature {p.name} ({p.kind}) in package {p.package}")
+    print(f"next: pip install -e '{p.root}[test]' && (cd {p.root} && pytest)")
+    return 0
 
 
 def _apiserver_arguments(p: argparse.ArgumentParser) -> None:
