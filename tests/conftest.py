@@ -51,7 +51,7 @@ def apiserver(sedna_reference: Path) -> Iterator[Any]:
     srv = APIServer("127.0.0.1", 0)
     srv.start()
     srv.install_crds_from_dir(sedna_reference / "crds")
-    srv.server = srv  # type: ignore[attr-defined]  # contracts.md: `.server`
+    srv.server = srv  # type: ignore[attr-defined]  # tests read `.server`
     try:
         yield srv
     finally:
