@@ -152,3 +152,14 @@ def test_a_plugin_that_fails_to_import(use_plugins: UsePlugins, tmp_path: Path) 
     assert line.startswith("sedna-gm: plugin broken (sedna-broken-plugin 0.0.1): cannot import")
     assert "ModuleNotFoundError" in line
     assert not (tmp_path / "state").exists()
+
+
+def test_a_foreign_kind_in_embedded_mode(use_plugins: UsePlugins, tmp_path: Path) -> None:
+    # The embedded server keeps CRDs applied to it in earlier runs, so it is asked too.
+    path = use_plugins("alien")
+    proc = run_gm(path, embedded_config(tmp_path, "alien"), tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("sedna-gm: ")]
+    assert len(errors) == 1
+    assert errors[0].startswith("sedna-gm: plugin alien: feature alien names kind WidgetJob")
