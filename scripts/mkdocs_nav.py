@@ -1,11 +1,15 @@
-"""MkDocs hook: every page under docs/ is in the navigation, listed or not.
+"""MkDocs hooks: every page under docs/ is in the navigation, and the API reference lists
+every name `sedna.runtime` exports.
 
-Feature pages (docs/<feature>.md) come with the plugins; this adds each page the nav in
-mkdocs.yml does not list under "Features", so a new page never builds unreachable.
+Feature pages (docs/<feature>.md) come with the plugins; `on_config` adds each page the
+nav in mkdocs.yml does not list under "Features", so a new page never builds
+unreachable. The reference page is generated from the export table itself, so a new
+public name is documented the moment it is exported.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +46,48 @@ def _title(path: Path) -> str:
         if line.startswith("# "):
             return line[2:].strip()
     return path.stem.replace("-", " ").replace("_", " ").capitalize()
+
+
+# -- the API reference, generated from sedna.runtime's export table -------------------
+
+EXPORTS_MARKER = "<!-- sedna.runtime exports -->"
+_GROUP_TITLES = {
+    "plugin API": "Declaring a feature",
+    "embedding: chosen features on the runtime": "Embedding",
+    "config": "Configuration",
+    "clock": "Clocks",
+    "kube access": "API access",
+    "informers": "Informers and listers",
+    "workqueue and controllers": "Workqueue and controllers",
+    "workers": "Worker pods",
+    "messaging": "Edge messaging",
+    "events, metrics": "Events, leader election, metrics",
+}
+
+
+def export_groups(init_source: str) -> list[tuple[str, list[str]]]:
+    """(comment, names) of `_EXPORTS` in sedna/runtime/__init__.py, in source order."""
+    body = init_source[init_source.index("_EXPORTS") :]
+    body = body[: body.index("\n}\n")]
+    groups: list[tuple[str, list[str]]] = [("more", [])]
+    for line in body.splitlines():
+        comment = re.match(r"\s*# (.*)", line)
+        if comment:
+            groups.append((comment.group(1), []))
+            continue
+        entry = re.match(r'\s*"(\w+)": "[\w.]+",', line)
+        if entry:
+            groups[-1][1].append(entry.group(1))
+    return [(title, names) for title, names in groups if names]
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    if EXPORTS_MARKER not in markdown:
+        return markdown
+    init = Path(config["config_file_path"]).parent / "sedna" / "runtime" / "__init__.py"
+    out: list[str] = []
+    for title, names in export_groups(init.read_text(encoding="utf-8")):
+        out += [f"## {_GROUP_TITLES.get(title, title.capitalize())}", ""]
+        for name in names:
+            out += [f"::: sedna.runtime.{name}", ""]
+    return markdown.replace(EXPORTS_MARKER, "\n".join(out))
