@@ -130,7 +130,9 @@ def _new_plugin(args: argparse.Namespace) -> int:
 
 
 def _apiserver_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--address", default="127.0.0.1", help="address to listen on")
+    p.add_argument(
+        "--address", default="127.0.0.1", help="a loopback address to listen on (no auth)"
+    )
     p.add_argument("--port", type=int, default=6443, help="port (0: any free port)")
     p.add_argument(
         "--kubeconfig", default=".sedna-gm/kubeconfig", help="where to write its kubeconfig"
@@ -142,11 +144,19 @@ def _apiserver_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _apiserver(args: argparse.Namespace) -> int:
+    import ipaddress
     import threading
     from pathlib import Path
 
     from sedna.embedded.standalone import serve
 
+    try:
+        loopback = ipaddress.ip_address(args.address).is_loopback
+    except ValueError:
+        loopback = args.address == "localhost"
+    if not loopback:
+        # The embedded server does not authenticate its clients: it is for this machine only.
+        return _fail(f"apiserver: --address {args.address}: only loopback addresses are allowed")
     configure_logging("WARNING")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

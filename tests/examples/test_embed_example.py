@@ -125,3 +125,16 @@ def test_the_example_imports_only_sedna_runtime() -> None:
         if line.startswith(("import ", "from "))
     ]
     assert [m for m in imports if m.startswith("sedna")] == ["sedna.runtime"]
+
+
+def test_sedna_gm_apiserver_listens_on_loopback_only() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "sedna.cli", "apiserver", "--address", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "sedna-gm: apiserver: --address 0.0.0.0: only loopback addresses are allowed\n"
+    )
