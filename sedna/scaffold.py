@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
+from sedna.plugins import discover_plugins
 from sedna.runtime.kube import SEDNA_KINDS
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
@@ -46,6 +47,13 @@ def plan(name: str, kind: str, parent: Path) -> Plan:
     if kind not in plurals:
         raise ScaffoldError(
             f"new-plugin: --kind {kind!r} is not a Sedna kind ({', '.join(sorted(plurals))})"
+        )
+    installed = {d.name: d for d in discover_plugins()}
+    if name in installed:
+        d = installed[name]
+        raise ScaffoldError(
+            f"new-plugin: a plugin named {name} is installed already ({d.distribution} "
+            f"{d.version}); two plugins may not declare one feature"
         )
     package = name if name.startswith("sedna_") else f"sedna_{name}"
     distribution = "sedna-gm-" + name.removeprefix("sedna_").replace("_", "-")

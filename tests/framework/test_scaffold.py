@@ -77,6 +77,9 @@ def test_a_bad_name_or_kind_is_one_line_and_exit_2(tmp_path: Path) -> None:
     kind = cli("new-plugin", "edge_audit", "--kind", "Widget", cwd=tmp_path)
     assert kind.returncode == 2
     assert kind.stderr.startswith("sedna-gm: new-plugin: --kind 'Widget' is not a Sedna kind")
+    installed = cli("new-plugin", "dataset", cwd=tmp_path)
+    assert installed.returncode == 2
+    assert "a plugin named dataset is installed already (sedna-gm-dataset" in installed.stderr
     (tmp_path / "taken").mkdir()
     taken = cli("new-plugin", "taken", cwd=tmp_path)
     assert taken.returncode == 2 and "exists already" in taken.stderr
