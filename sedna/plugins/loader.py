@@ -208,19 +208,20 @@ def _register(pm: pluggy.PluginManager, name: str, plugin: object, who: str) -> 
     sedna plugin, which would otherwise leave a feature silently missing.
     """
     hooks = _hook_names()
-    marker = f"{PROJECT}_impl"
     for attr in sorted(dir(plugin)):
-        if not attr.startswith("sedna_"):
+        if attr.startswith("__"):
             continue
-        value = getattr(plugin, attr, None)
-        if not callable(value):
+        try:
+            opts = pm.parse_hookimpl_opts(plugin, attr)
+        except Exception:  # an attribute that cannot be read is not a hook implementation
             continue
-        marked = hasattr(value, marker)
-        if attr not in hooks and marked:
-            raise PluginError(
-                f"{who}: {attr} is not a sedna hook (hooks: {', '.join(sorted(hooks))})"
-            )
-        if attr in hooks and not marked:
+        if opts is not None:
+            hook = opts.get("specname") or attr
+            if hook not in hooks:
+                raise PluginError(
+                    f"{who}: {hook} is not a sedna hook (hooks: {', '.join(sorted(hooks))})"
+                )
+        elif attr in hooks and callable(getattr(plugin, attr, None)):
             raise PluginError(
                 f"{who}: {attr} is not marked with @sedna.runtime.hookimpl, so it is never called"
             )

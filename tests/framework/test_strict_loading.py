@@ -163,3 +163,31 @@ def test_a_foreign_kind_in_embedded_mode(use_plugins: UsePlugins, tmp_path: Path
     errors = [line for line in proc.stderr.splitlines() if line.startswith("sedna-gm: ")]
     assert len(errors) == 1
     assert errors[0].startswith("sedna-gm: plugin alien: feature alien names kind WidgetJob")
+
+
+def test_any_marked_function_must_be_a_sedna_hook() -> None:
+    import pytest
+
+    from sedna.plugins import PluginError, load_plugins
+    from sedna.runtime import Feature, GMConfig, hookimpl
+
+    class Plugin:
+        @hookimpl
+        def sedna_features(self) -> list[Feature]:
+            return []
+
+        @hookimpl
+        def on_startup(self) -> None:  # a hook of some other framework's naming
+            pass
+
+    config = GMConfig.model_validate({"features": {}})
+    with pytest.raises(PluginError) as err:
+        load_plugins(config, extra_plugins={"odd": Plugin()}, use_entry_points=False)
+    assert str(err.value).startswith("plugin odd: on_startup is not a sedna hook (hooks: ")
+
+    class Renamed:
+        @hookimpl(specname="sedna_features")
+        def my_features(self) -> list[Feature]:
+            return []
+
+    load_plugins(config, extra_plugins={"renamed": Renamed()}, use_entry_points=False)
