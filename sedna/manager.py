@@ -8,7 +8,7 @@ caches sync, the edge server listens, then the controllers' workers start.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ from sedna.runtime.config import GMConfig
 from sedna.runtime.container import RuntimeContainer
 from sedna.runtime.context import ControllerContext
 from sedna.runtime.health import HealthServer
-from sedna.runtime.host import FeatureHost, FeatureStartError, build_context
+from sedna.runtime.host import FeatureHost, FeatureStartError, HostedFeature, build_context
 from sedna.runtime.kube import KubeClient, KubeConfigError
 from sedna.runtime.leader import LeaderElector
 from sedna.runtime.plugin_api import FeatureController
@@ -159,7 +159,10 @@ class Manager:
                 return
             plugins = self.load()
             host = FeatureHost(
-                self.container, config=self.config, cache_sync_timeout=self._sync_timeout
+                self.container,
+                config=self.config,
+                cache_sync_timeout=self._sync_timeout,
+                on_built=self._features_built,
             )
             self._host = host
             for loaded in plugins.features:
@@ -174,23 +177,6 @@ class Manager:
                 host.start()
             except FeatureStartError as exc:
                 raise StartupError(str(exc)) from exc
-            for loaded, hosted in zip(plugins.features, host.features, strict=True):
-                assert hosted.controller is not None
-                self.features.append(
-                    _RunningFeature(
-                        loaded.feature.name,
-                        loaded.plugin,
-                        hosted.controller,
-                        tuple(loaded.feature.kinds),
-                    )
-                )
-                logger.info(
-                    "feature {} (plugin {}) ready: kinds {}, {} worker(s)",
-                    loaded.feature.name,
-                    loaded.plugin,
-                    ", ".join(loaded.feature.kinds) or "-",
-                    loaded.workers,
-                )
             self._add_readiness(host)
             plugins.hooks.startup(self.context())
             self._active.set()
@@ -212,6 +198,27 @@ class Manager:
             self.config.metrics.address,
             self.health.port,
         )
+
+    def _features_built(self, hosted: Sequence[HostedFeature]) -> None:
+        """Every factory ran; the informers start next."""
+        assert self.plugins is not None
+        for loaded, feature in zip(self.plugins.features, hosted, strict=True):
+            assert feature.controller is not None
+            self.features.append(
+                _RunningFeature(
+                    loaded.feature.name,
+                    loaded.plugin,
+                    feature.controller,
+                    tuple(loaded.feature.kinds),
+                )
+            )
+            logger.info(
+                "feature {} (plugin {}) ready: kinds {}, {} worker(s)",
+                loaded.feature.name,
+                loaded.plugin,
+                ", ".join(loaded.feature.kinds) or "-",
+                loaded.workers,
+            )
 
     def _add_readiness(self, host: FeatureHost) -> None:
         if self.health is None:

@@ -21,7 +21,7 @@ Event queued by a controller is lost.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
@@ -111,12 +111,15 @@ class FeatureHost:
         config: GMConfig | None = None,
         overrides: Mapping[str, object] | None = None,
         cache_sync_timeout: float = 60.0,
+        on_built: Callable[[Sequence[HostedFeature]], None] | None = None,
     ) -> None:
         """A config, or a container with its config; `overrides` replace providers by name.
 
         An override is any object: `{"downstream": send}` delivers LC messages through
         your own transport, `{"api_client": client}` uses your own kube client,
         `{"clock": FakeClock()}` runs delays in virtual time. Unknown names are errors.
+        `on_built(features)` runs once every factory ran, before the informers start:
+        the place to observe the features' informers (metrics, audits).
         """
         # A RuntimeContainer() is a DynamicContainer, not an instance of the class.
         if isinstance(runtime, GMConfig):
@@ -134,6 +137,7 @@ class FeatureHost:
                 raise ValueError(f"no provider {name!r} to override (providers: {known})")
             provider.override(providers.Object(value))
         self._sync_timeout = cache_sync_timeout
+        self._on_built = on_built
         self.features: list[HostedFeature] = []
         self._running: list[tuple[str, Any]] = []
         self._started = False
@@ -210,6 +214,8 @@ class FeatureHost:
                     raise FeatureStartError(
                         f"{who}feature {hosted.name} failed to start: {type(exc).__name__}: {exc}"
                     ) from exc
+            if self._on_built is not None:
+                self._on_built(tuple(self.features))
             self._start_runtime()
             for hosted in self.features:
                 assert hosted.controller is not None

@@ -120,3 +120,23 @@ def test_a_stop_requested_before_run_is_kept(api_client: kubernetes.client.ApiCl
     host.add(probe_feature())
     host.request_stop("signal before start")
     host.run()  # returns at once instead of blocking
+
+
+def test_on_built_sees_every_feature_before_the_informers_start(
+    api_client: kubernetes.client.ApiClient,
+) -> None:
+    seen: list[tuple[str, bool]] = []
+
+    def built(features: Any) -> None:
+        for f in features:
+            seen.append((f.name, f.controller.informer.is_started))
+
+    host = FeatureHost(
+        config(),
+        overrides={"api_client": api_client, "downstream": lambda *a: None},
+        on_built=built,
+    )
+    host.add(probe_feature())
+    with host:
+        pass
+    assert seen == [("probe", False)]
