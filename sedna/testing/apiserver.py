@@ -29,7 +29,20 @@ def start_apiserver(crds: Iterable[Mapping[str, Any]] | None = None) -> APIServe
 
 
 def api_client_for(server: Any) -> kubernetes.client.ApiClient:
-    """An official `kubernetes` client for the server (anything with a `.url`)."""
-    cfg = kubernetes.client.Configuration()
-    cfg.host = server.url
-    return kubernetes.client.ApiClient(cfg)
+    """An official `kubernetes` client for the server (anything with a `.url`).
+
+    A server that authenticates its clients gives its own client configuration and
+    token; the token also goes into a default header, so the runtime's raw requests
+    (which skip the client's auth settings) carry it too.
+    """
+    make = getattr(server, "client_configuration", None)
+    if callable(make):
+        cfg = make()
+    else:
+        cfg = kubernetes.client.Configuration()
+        cfg.host = server.url
+    client = kubernetes.client.ApiClient(cfg)
+    token = getattr(server, "token", None)
+    if isinstance(token, str) and token:
+        client.set_default_header("Authorization", f"Bearer {token}")  # type: ignore[no-untyped-call]
+    return client
