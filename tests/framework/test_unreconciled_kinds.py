@@ -15,6 +15,7 @@ from support.logs import capture_logs
 from sedna.plugins.kinds import FIRST_PARTY
 from sedna.runtime import KubeClient, sedna_resource
 from sedna.runtime.kube import SEDNA_KINDS
+from sedna.testing import api_client_for
 
 
 def test_every_unreconciled_kind_is_warned_about_once(
@@ -30,12 +31,12 @@ def test_every_unreconciled_kind_is_warned_about_once(
         }
         kube.resource(sedna_resource(plural)).create(namespace, body)
 
-    def client() -> kubernetes.client.ApiClient:
-        cfg = kubernetes.client.Configuration()
-        cfg.host = apiserver.url
-        return kubernetes.client.ApiClient(cfg)
-
-    gm = GMHarness(client, namespace, features={"dataset": {}}, plugins={"dataset": ds_plugin})
+    gm = GMHarness(
+        lambda: api_client_for(apiserver),
+        namespace,
+        features={"dataset": {}},
+        plugins={"dataset": ds_plugin},
+    )
     for cap in capture_logs():
         gm.start()
         gm.stop()
