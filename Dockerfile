@@ -8,6 +8,7 @@ COPY pyproject.toml README.md ./
 COPY sedna ./sedna
 COPY plugins ./plugins
 RUN pip install --no-cache-dir . ./plugins/incremental_learning ./plugins/contrib/dataset \
+    ./plugins/contrib/federated_learning ./plugins/contrib/lifelong_learning \
     && rm -rf /src
 
 USER 65532:65532

@@ -148,7 +148,7 @@ class Manager:
             return
         installed = [p.name for p in plugins.discovered]
         try:
-            warn_unreconciled(kube, plugins.reconciled_kinds(), installed, self.config.namespace)
+            warn_unreconciled(kube, plugins.reconciled_kinds(), installed)
         except Exception as exc:
             logger.warning("cannot check the installed kinds: {}", exc)
 

@@ -16,14 +16,7 @@ from dataclasses import dataclass
 
 from loguru import logger
 
-from sedna.runtime.kube import (
-    SEDNA_GROUP,
-    SEDNA_KINDS,
-    SEDNA_VERSION,
-    ApiError,
-    KubeClient,
-    Resource,
-)
+from sedna.runtime.kube import SEDNA_GROUP, SEDNA_KINDS, ApiError, KubeClient, Resource
 
 # kind -> the first-party plugin (entry-point name) that reconciles it; None: no controller.
 FIRST_PARTY: Mapping[str, str | None] = {
@@ -143,12 +136,11 @@ def warn_unreconciled(
     kube: KubeClient,
     reconciled: Iterable[str],
     installed_plugins: Iterable[str],
-    namespace: str = "",
 ) -> list[str]:
     """Log one warning per installed Sedna kind that no enabled feature reconciles.
 
-    Returns the kinds warned about. Objects of the kind are looked for (one item at
-    most), so the warning says whether something is already waiting.
+    Returns the kinds warned about. Only the CRDs are read: listing a kind's objects
+    would need access that no enabled feature declares (a 403 under generated RBAC).
     """
     try:
         kinds = unreconciled_kinds(installed_kinds(kube), reconciled)
@@ -159,16 +151,10 @@ def warn_unreconciled(
         return []
     plugins = list(installed_plugins)
     for k in kinds:
-        res = Resource(k.group, SEDNA_VERSION, k.plural, k.kind)
-        try:
-            waiting = bool(kube.resource(res).list(namespace or None, limit=1).get("items"))
-        except ApiError:
-            waiting = False
-        note = "; objects of this kind exist and are not reconciled" if waiting else ""
         logger.warning(
-            "kind {} is installed but no enabled feature reconciles it ({}){}",
+            "kind {} is installed but no enabled feature reconciles it ({}): its objects "
+            "are not reconciled",
             k.kind,
             would_reconcile(k.kind, plugins),
-            note,
         )
     return [k.kind for k in kinds]

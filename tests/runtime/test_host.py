@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import kubernetes
@@ -20,6 +20,7 @@ from sedna.runtime import (
     UpstreamMessage,
     validate_feature_options,
 )
+from sedna.testing import api_client_for
 
 ORDER: list[str] = []
 
@@ -61,21 +62,29 @@ def config() -> GMConfig:
     return GMConfig.model_validate({"minResyncPeriodSeconds": 3600})
 
 
-def host_for(api_client: kubernetes.client.ApiClient, **overrides: object) -> FeatureHost:
+@pytest.fixture
+def gm_client(apiserver: Any) -> Iterator[kubernetes.client.ApiClient]:
+    """A client of the GM's own: the GM's KubeClient marks it with the GM's User-Agent."""
+    client = api_client_for(apiserver)
+    yield client
+    client.close()
+
+
+def host_for(gm_client: kubernetes.client.ApiClient, **overrides: object) -> FeatureHost:
     sent: list[tuple[str, str]] = []
     return FeatureHost(
         config(),
         overrides={
-            "api_client": api_client,
+            "api_client": gm_client,
             "downstream": lambda node, event, obj: sent.append((node, event)),
             **overrides,
         },
     )
 
 
-def test_a_ready_context_and_an_orderly_stop(api_client: kubernetes.client.ApiClient) -> None:
+def test_a_ready_context_and_an_orderly_stop(gm_client: kubernetes.client.ApiClient) -> None:
     ORDER.clear()
-    host = host_for(api_client)
+    host = host_for(gm_client)
     ctx = host.add(probe_feature(), {"interval": 7}, workers=3)
     assert (ctx.feature_name, ctx.options.interval, ctx.workers) == ("probe", 7, 3)
     with host:
@@ -87,8 +96,8 @@ def test_a_ready_context_and_an_orderly_stop(api_client: kubernetes.client.ApiCl
     assert ORDER == ["built", "start", "stop:informer-running=True"]  # informers outlive it
 
 
-def test_options_are_validated_naming_the_key(api_client: kubernetes.client.ApiClient) -> None:
-    host = host_for(api_client)
+def test_options_are_validated_naming_the_key(gm_client: kubernetes.client.ApiClient) -> None:
+    host = host_for(gm_client)
     with pytest.raises(FeatureOptionsError) as err:
         host.add(probe_feature(), {"interval": "often"})
     assert err.value.key == "interval"
@@ -103,11 +112,11 @@ def test_unknown_override_names_the_providers() -> None:
         FeatureHost(config(), overrides={"downstreem": print})
 
 
-def test_a_failing_factory_stops_what_started(api_client: kubernetes.client.ApiClient) -> None:
+def test_a_failing_factory_stops_what_started(gm_client: kubernetes.client.ApiClient) -> None:
     def broken(ctx: ControllerContext) -> Any:
         raise RuntimeError("no bucket")
 
-    host = host_for(api_client)
+    host = host_for(gm_client)
     host.add(probe_feature())
     host.add(Feature("broken", ["Dataset"], broken))
     with pytest.raises(FeatureStartError, match="feature broken failed to start: RuntimeError"):
@@ -115,15 +124,15 @@ def test_a_failing_factory_stops_what_started(api_client: kubernetes.client.ApiC
     assert host.features[0].controller is None
 
 
-def test_a_stop_requested_before_run_is_kept(api_client: kubernetes.client.ApiClient) -> None:
-    host = host_for(api_client)
+def test_a_stop_requested_before_run_is_kept(gm_client: kubernetes.client.ApiClient) -> None:
+    host = host_for(gm_client)
     host.add(probe_feature())
     host.request_stop("signal before start")
     host.run()  # returns at once instead of blocking
 
 
 def test_on_built_sees_every_feature_before_the_informers_start(
-    api_client: kubernetes.client.ApiClient,
+    gm_client: kubernetes.client.ApiClient,
 ) -> None:
     seen: list[tuple[str, bool]] = []
 
@@ -133,7 +142,7 @@ def test_on_built_sees_every_feature_before_the_informers_start(
 
     host = FeatureHost(
         config(),
-        overrides={"api_client": api_client, "downstream": lambda *a: None},
+        overrides={"api_client": gm_client, "downstream": lambda *a: None},
         on_built=built,
     )
     host.add(probe_feature())

@@ -22,6 +22,7 @@ class FailureRule:
     resources: frozenset[str] = frozenset()
     remaining: int | None = None
     seen: int = 0
+    after_commit: bool = False
 
     def matches(self, verb: str, resource: str) -> bool:
         """Whether this rule applies to the request at all."""
@@ -58,11 +59,15 @@ class FaultInjector:
         verbs: tuple[str, ...] | list[str] | set[str] = (),
         resources: tuple[str, ...] | list[str] | set[str] = (),
         count: int | None = None,
+        after_commit: bool = False,
     ) -> FailureRule:
         """Fail matching requests with ``code`` (500, 429, 409, ...).
 
         ``probability`` fails a random share, ``every=N`` the N-th, 2N-th ...; with neither,
         every match fails. ``count`` limits how many failures this rule injects.
+        ``after_commit`` does the write first and then answers with the error, as
+        kube-apiserver's 504 after a slow but successful etcd write: the client cannot
+        tell whether its create happened.
         """
         rule = FailureRule(
             code=code,
@@ -71,6 +76,7 @@ class FaultInjector:
             verbs=frozenset(verbs),
             resources=frozenset(resources),
             remaining=count,
+            after_commit=after_commit,
         )
         with self._lock:
             self.rules.append(rule)
@@ -105,12 +111,15 @@ class FaultInjector:
             self.compact_requested = False
 
     # ---- server side ---------------------------------------------------------------
-    def check(self, verb: str, resource: str) -> int | None:
-        """The error code to inject for this request, if any."""
+    def check(self, verb: str, resource: str, *, after_commit: bool = False) -> int | None:
+        """The error code to inject for this request, if any (before the operation, or
+        with ``after_commit`` after it)."""
         if not self.rules:
             return None
         with self._lock:
             for rule in self.rules:
+                if rule.after_commit != after_commit:
+                    continue
                 if not rule.matches(verb, resource) and not rule.matches(
                     verb, resource.split("/")[0]
                 ):

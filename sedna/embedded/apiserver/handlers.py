@@ -46,6 +46,16 @@ def _error(err: APIError) -> web.Response:
     return _json(err.status(), err.code)
 
 
+_FAULT_REASONS = {
+    409: "Conflict",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+    404: "NotFound",
+}
+
+
 class Handlers:
     """Request dispatch over the server's operations, hub and faults."""
 
@@ -189,7 +199,9 @@ class Handlers:
                 "MethodNotAllowed",
                 "the server does not allow this method on the requested resource",
             )
-        await self._faults(verb, plural if sub is None else f"{plural}/{sub}")
+        resource = plural if sub is None else f"{plural}/{sub}"
+        self.srv.requests.record(request.headers.get("User-Agent", ""), verb, group, resource, ns)
+        await self._faults(verb, resource)
         target: Target | None = None
         if verb in ("get", "list", "watch"):
             target = negotiation.negotiate(request.headers.get("Accept", ""))
@@ -220,7 +232,9 @@ class Handlers:
             if rt.namespaced and ns is None:
                 raise _page_not_found()
             body = await _body(request)
-            return _json(self.ops.create(rt, ns, body), 201)
+            created = self.ops.create(rt, ns, body)
+            self._faults_after_commit(verb, resource)
+            return _json(created, 201)
         if rt.namespaced and ns is None:
             raise _page_not_found()
         if verb == "deletecollection":
@@ -233,11 +247,16 @@ class Handlers:
             )
         if verb == "update":
             body = await _body(request)
-            return _json(self.ops.update(rt, ns, name, body, sub))
+            updated = self.ops.update(rt, ns, name, body, sub)
+            self._faults_after_commit(verb, resource)
+            return _json(updated)
         if verb == "patch":
-            return _json(await self._patch(request, rt, ns, name, sub))
+            patched = await self._patch(request, rt, ns, name, sub)
+            self._faults_after_commit(verb, resource)
+            return _json(patched)
         opts = await _delete_options(request)
         code, out = self.ops.delete(rt, ns, name, opts)
+        self._faults_after_commit(verb, resource)
         return _json(out, code)
 
     def _read(
@@ -268,6 +287,14 @@ class Handlers:
             body=orjson.dumps(body), headers={"Content-Type": tables.content_type(version)}
         )
 
+    def _faults_after_commit(self, verb: str, resource: str) -> None:
+        """An error for a write that has happened (see ``FaultInjector.fail``)."""
+        code = self.faults.check(verb, resource, after_commit=True)
+        if code is not None:
+            reason = _FAULT_REASONS.get(code, "InternalError")
+            message = f"injected fault after commit: {reason} ({verb} {resource})"
+            raise APIError(code, reason, message)
+
     async def _faults(self, verb: str, resource: str) -> None:
         f = self.faults
         if f.compact_requested:
@@ -278,14 +305,7 @@ class Handlers:
             await asyncio.sleep(delay)
         code = f.check(verb, resource)
         if code is not None:
-            reason = {
-                409: "Conflict",
-                429: "TooManyRequests",
-                500: "InternalError",
-                503: "ServiceUnavailable",
-                504: "Timeout",
-                404: "NotFound",
-            }.get(code, "InternalError")
+            reason = _FAULT_REASONS.get(code, "InternalError")
             raise APIError(code, reason, f"injected fault: {reason} ({verb} {resource})")
 
     async def _patch(
