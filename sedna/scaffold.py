@@ -204,7 +204,7 @@ class ${title}Controller(Controller):
             metrics=ctx.metrics,
             clock=ctx.clock,
             events=ctx.events,  # a failing sync becomes a Warning Event on its object
-            lookup=self.informer.lister.get_by_key,
+            informer=self.informer,
         )
         self.informer.add_event_handler(
             ResourceEventHandlerFuncs(

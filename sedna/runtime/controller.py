@@ -19,8 +19,8 @@ call `enqueue(key)`. N worker threads take keys from one `RateLimitingQueue`
 `requeue_after` wins over `requeue`, and a non-positive `requeue_after` is
 ignored, as in controller-runtime. `done` is always called.
 
-A failed sync also reaches the object, not only the log: given `events` and `lookup`
-(key -> the object, usually `lister.get_by_key`), the controller writes a Warning Event
+A failed sync also reaches the object, not only the log: given `events` and the
+`informer` whose keys it syncs (or a `lookup`: key -> object), the controller writes a Warning Event
 on it for every exception (`SyncError`), `TemporaryError` (`SyncRetrying`) and
 `PermanentError` (`SyncFailed`), at most one per key and reason every
 `event_interval` seconds of its clock (kopf posts one per failure; a retry loop would
@@ -56,6 +56,7 @@ from loguru import logger
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from sedna.runtime.clock import Clock, RealClock
+from sedna.runtime.informers import SharedInformer
 from sedna.runtime.workqueue import (
     PrometheusWorkqueueMetrics,
     RateLimiter,
@@ -106,6 +107,22 @@ class PermanentError(Exception):
 
     The key is not retried until its object changes (an informer event enqueues it).
     """
+
+
+def _informer_lookup(
+    informer: SharedInformer | None,
+) -> Callable[[str], Mapping[str, Any] | None] | None:
+    if informer is None:
+        return None
+    res = informer.resource
+
+    def lookup(key: str) -> Mapping[str, Any] | None:
+        obj = informer.lister.get_by_key(key)
+        if obj is None or obj.get("kind"):
+            return obj
+        return {**obj, "kind": res.kind, "apiVersion": res.api_version}
+
+    return lookup
 
 
 class WarningRecorder(Protocol):
@@ -242,14 +259,17 @@ class Controller:
         rate_limiter: RateLimiter[str] | None = None,
         clock: Clock | None = None,
         events: WarningRecorder | None = None,
+        informer: SharedInformer | None = None,
         lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
         event_interval: float = 60.0,
     ) -> None:
         """Build the controller; `queue` defaults to Sedna's 10 s..360 s backoff queue.
 
         `workqueue_metrics` and `rate_limiter` apply only to the default queue.
-        `events` and `lookup` (key -> object or None) turn sync failures into Warning
-        Events on the object, one per key and reason per `event_interval` seconds.
+        `events` with the `informer` the keys come from (or a `lookup`: key -> object or
+        None) turn sync failures into Warning Events on the object, one per key and
+        reason per `event_interval` seconds. With `informer`, an object from a list
+        (which carries no kind) gets the informer's kind and apiVersion for the Event.
         """
         if workers < 1:
             raise ValueError("workers must be at least 1")
@@ -270,7 +290,7 @@ class Controller:
         self._started = False
         self._state_lock = threading.Lock()
         self._events = events
-        self._lookup = lookup
+        self._lookup = lookup if lookup is not None else _informer_lookup(informer)
         self._event_interval = event_interval
         self._last_event: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._event_lock = threading.Lock()

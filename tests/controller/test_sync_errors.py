@@ -196,3 +196,43 @@ def test_the_event_reaches_the_object_in_the_api(
         ("Warning", "SyncFailed", "m")
     ]
     assert events[0]["involvedObject"]["kind"] == "Model"
+
+
+def test_with_an_informer_the_event_names_the_kind(
+    api_client: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    from sedna.runtime import SharedInformerFactory
+
+    kube = KubeClient(api_client)
+    kube.resource(MODELS).create(
+        namespace,
+        {
+            "apiVersion": "sedna.io/v1alpha1",
+            "kind": "Model",
+            "metadata": {"name": "listed"},
+            "spec": {"url": "s3://b/m", "format": "pb"},
+        },
+    )
+    factory = SharedInformerFactory(kube, namespace=namespace)
+    informer = factory.informer(MODELS)
+    recorder = EventRecorder(kube)
+    c = Failing(raise_(RuntimeError("boom")), events=recorder, informer=informer)
+    factory.start()
+    try:
+        assert factory.wait_for_cache_sync(5.0)
+        c.run()
+        c.enqueue(f"{namespace}/listed")
+        assert wait_until(lambda: c.attempts.get(f"{namespace}/listed") == 1) and c.wait_idle()
+        recorder.flush()
+    finally:
+        c.stop(drain=False)
+        factory.stop()
+        recorder.stop()
+    (event,) = kube.resource(EVENTS).list(namespace)["items"]
+    assert event["reason"] == "SyncError"
+    involved = event["involvedObject"]
+    assert (involved["kind"], involved["apiVersion"], involved["name"]) == (
+        "Model",
+        "sedna.io/v1alpha1",
+        "listed",
+    )

@@ -9,6 +9,7 @@ out of the suite's environment.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -52,9 +53,14 @@ class TempEnv:
         )
 
     def pip_install(self, path: Path) -> None:
-        """Install a plugin from source, offline, with what the suite has installed."""
+        """Install a plugin from source, offline, with what the suite has installed.
+
+        Built from a copy: setuptools writes build/ and egg-info next to the sources.
+        """
+        src = self.root.parent / f"{path.name}-src"
+        shutil.copytree(path, src, ignore=shutil.ignore_patterns("build", "*.egg-info"))
         proc = self.run(
             "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
-            str(path),
+            str(src),
         )  # fmt: skip
         assert proc.returncode == 0, proc.stdout + proc.stderr

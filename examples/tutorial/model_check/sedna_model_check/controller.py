@@ -35,7 +35,7 @@ class ModelCheckController(Controller):
             clock=ctx.clock,
             # A failing sync becomes a Warning Event on the Model it was about.
             events=ctx.events,
-            lookup=self.informer.lister.get_by_key,
+            informer=self.informer,
         )
         self.informer.add_event_handler(
             ResourceEventHandlerFuncs(
