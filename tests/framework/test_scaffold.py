@@ -23,7 +23,7 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_scaffold_installs_lists_type_checks_and_passes_its_test(tmp_path: Path) -> None:
-    made = cli("new-plugin", "edge_audit", "--kind", "ReidJob", "--dir", str(tmp_path), cwd=ROOT)
+    made = cli("new-plugin", "edge_audit", "--kind", "Model", "--dir", str(tmp_path), cwd=ROOT)
     assert made.returncode == 0, made.stderr
     plugin = tmp_path / "edge_audit"
     assert sorted(p.relative_to(plugin).as_posix() for p in plugin.rglob("*") if p.is_file()) == [
@@ -42,8 +42,8 @@ def test_the_scaffold_installs_lists_type_checks_and_passes_its_test(tmp_path: P
     listed = env.run("-m", "sedna.cli", "plugins")
     assert listed.returncode == 0, listed.stderr
     rows = [line.split() for line in listed.stdout.splitlines()]
-    assert ["edge_audit", "sedna-gm-edge-audit", "0.1.0", "ReidJob", "yes"] in rows
-    assert ["ReidJob", "edge_audit"] in rows
+    assert ["edge_audit", "sedna-gm-edge-audit", "0.1.0", "Model", "yes"] in rows
+    assert ["Model", "edge_audit"] in rows  # no first-party plugin claims Model
 
     tests = env.run("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests", cwd=plugin)
     assert tests.returncode == 0, tests.stdout + tests.stderr
