@@ -127,7 +127,11 @@ A sedna-gm feature plugin: feature `$name`, reconciling Sedna's `$kind`.
 pip install -e ".[test]"
 sedna-gm plugins          # lists $name
 pytest                    # tests/ run a GM with this feature on an in-process API server
+mypy --strict $package tests
 ```
+
+(mypy cannot follow the import hook of an *editable* sedna-gm install: then set
+`MYPYPATH` to sedna-gm's source tree.)
 
 Enable and configure it in gm.yaml:
 
