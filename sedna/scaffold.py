@@ -8,10 +8,13 @@ entry point, a feature with validated options, a controller on the runtime's
 
 from __future__ import annotations
 
+import pprint
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
+from typing import Any
 
 from sedna.plugins import discover_plugins
 from sedna.runtime.kube import SEDNA_KINDS
@@ -63,9 +66,48 @@ def plan(name: str, kind: str, parent: Path) -> Plan:
     return Plan(name, package, distribution, kind, plurals[kind], root)
 
 
+def _minimal(schema: Mapping[str, Any]) -> Any:
+    """The smallest value the CRD's structural schema accepts (required fields only).
+
+    The scaffold's test creates an object of the plugin's kind on a server that validates
+    like kube-apiserver, so `spec: {}` would be refused for most of Sedna's kinds.
+    """
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        return {k: _minimal(props.get(k) or {}) for k in schema.get("required") or []}
+    if kind == "array":
+        count = int(schema.get("minItems") or 0)
+        return [_minimal(schema.get("items") or {}) for _ in range(count)]
+    if kind == "integer":
+        return max(1, int(schema.get("minimum") or 0))
+    if kind == "number":
+        return float(max(1, schema.get("minimum") or 0))
+    if kind == "boolean":
+        return False
+    return "example"
+
+
+def example_spec(kind: str) -> dict[str, Any]:
+    """A minimal valid `spec` of `kind` under Sedna's schema."""
+    from sedna.embedded.crds import schema_for
+
+    spec = (schema_for(kind).get("properties") or {}).get("spec") or {}
+    value = _minimal(spec)
+    return value if isinstance(value, dict) else {}
+
+
+def _literal(value: Any, indent: int) -> str:
+    text = pprint.pformat(value, width=100 - indent, sort_dicts=False)
+    return text.replace("\n", "\n" + " " * indent)
+
+
 def write(p: Plan) -> list[Path]:
     """Write the plugin's files under `p.root`; returns them."""
     values = {
+        "spec": _literal(example_spec(p.kind), 12),
         "name": p.name,
         "package": p.package,
         "distribution": p.distribution,
@@ -285,7 +327,7 @@ def test_each_object_gets_a_reconciled_event(
             "apiVersion": "sedna.io/v1alpha1",
             "kind": "$kind",
             "metadata": {"name": "first"},
-            "spec": {},
+            "spec": $spec,
         },
     )
 

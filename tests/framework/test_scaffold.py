@@ -7,7 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support.venv import TempEnv
+
+from sedna.embedded.apiserver.schema_validation import validate_custom_resource
+from sedna.embedded.crds import schema_for
+from sedna.runtime.kube import SEDNA_KINDS
+from sedna.scaffold import example_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,3 +90,15 @@ def test_a_bad_name_or_kind_is_one_line_and_exit_2(tmp_path: Path) -> None:
     taken = cli("new-plugin", "taken", cwd=tmp_path)
     assert taken.returncode == 2 and "exists already" in taken.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["taken"]  # nothing written
+
+
+@pytest.mark.parametrize("kind", sorted(SEDNA_KINDS.values()))
+def test_the_scaffolds_example_object_is_valid_under_sednas_schema(kind: str) -> None:
+    """The generated test creates this object on a validating server: it must be accepted."""
+    obj = {
+        "apiVersion": "sedna.io/v1alpha1",
+        "kind": kind,
+        "metadata": {"name": "first"},
+        "spec": example_spec(kind),
+    }
+    validate_custom_resource(schema_for(kind), obj, kind=kind, group="sedna.io", version="v1alpha1")
