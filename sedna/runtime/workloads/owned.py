@@ -337,9 +337,8 @@ class OwnedWorkloads:
         if not created:
 
             def apply(fresh: dict[str, Any]) -> None:
-                spec = fresh.setdefault("spec", {})
-                for key, value in desired["spec"].items():
-                    spec[key] = json_deepcopy(value)  # keeps clusterIP and what the server set
+                # the planned keys only: clusterIP and what else the server set stay
+                fresh.setdefault("spec", {}).update(json_deepcopy(desired["spec"]))
 
             existing = self._update(self.services_api, ref, existing, want_hash, apply, seen)
         meta = existing.get("metadata") or {}
