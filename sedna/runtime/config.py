@@ -47,6 +47,13 @@ class WebsocketConfig(_Section):
     allowPlainCredentials: bool = False
     maxFrameBytes: int = Field(default=1024 * 1024, gt=0)
     maxQueuePerNode: int = Field(default=1000, gt=0)
+    # accepted reports waiting per node and kind; beyond, the oldest is dropped (counted)
+    maxReportsPerNode: int = Field(default=1000, gt=0)
+    # accept an LC's report only for objects the GM routed to its node (messaging.routes)
+    authorizeReports: bool = True
+    # how long a report may wait for its route (after a GM restart), and how many per node
+    unroutedReportGraceSeconds: float = Field(default=30.0, ge=0, allow_inf_nan=False)
+    maxUnroutedReportsPerNode: int = Field(default=100, ge=0)
     updatesAsInsert: bool = True
     idleQueueTTLSeconds: float = Field(default=24 * 3600.0, ge=0, allow_inf_nan=False, strict=True)
     """Forget the queue of a node that is not connected and got no message for this long.

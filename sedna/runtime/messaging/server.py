@@ -67,6 +67,7 @@ from sedna.runtime.messaging.forgetting import (
 )
 from sedna.runtime.messaging.log_limit import LogLimiter
 from sedna.runtime.messaging.queues import NodeQueue, Outgoing, QueueRetired
+from sedna.runtime.messaging.routes import PendingReports, RouteTable, key_of
 from sedna.runtime.messaging.upstream import DEFAULT_BACKLOG, Dispatch, UpstreamDispatcher
 from sedna.runtime.messaging.wire import (
     CREDENTIAL_ANNOTATION,
@@ -197,7 +198,16 @@ class MessageLayer:
             self.upstream,
             metrics,
             backlog=upstream_backlog,
+            per_node=settings.maxReportsPerNode,
             workers_per_kind=upstream_workers_per_kind,
+            clock=self._clock,
+        )
+        self._authorize = settings.authorizeReports
+        self.routes = RouteTable()
+        self._pending = PendingReports(
+            settings.maxUnroutedReportsPerNode,
+            settings.unroutedReportGraceSeconds,
+            self._clock.now,
         )
         self._lock = threading.Lock()
         self._queues: dict[str, NodeQueue] = {}
@@ -355,6 +365,7 @@ class MessageLayer:
                 break
             except QueueRetired:
                 continue  # the node was forgotten just now: this message starts its new queue
+        self._route(node_name, header)
         if dropped is not None:
             self._metrics.lc_messages_dropped.labels(kind=dropped.header.kind).inc()
             logger.warning(
@@ -365,6 +376,29 @@ class MessageLayer:
                 dropped.header.kind,
                 dropped.header.namespace,
                 dropped.header.name,
+            )
+
+    def _route(self, node: str, header: Header) -> None:
+        """Every downstream send is routing: reports on this object from this node are allowed
+        while it is routed there (insert/update), and no longer after a delete."""
+        key = key_of(header.kind, header.namespace, header.name)
+        if header.operation == "delete":
+            self.routes.unroute(key, node)
+            return
+        if self.routes.route(key, node):
+            ready, expired = self._pending.release(node, key)
+            for msg in ready:
+                self._hand_on(msg, None)
+            self._reject_unrouted(expired)
+
+    def _reject_unrouted(self, expired: list[UpstreamMessage]) -> None:
+        for msg in expired:
+            header = Header(msg.namespace, msg.kind, msg.name, msg.operation)
+            self._reject(
+                msg.node_name,
+                Reason.NOT_ROUTED,
+                "the GM routed no such object to this node (websocket.authorizeReports)",
+                header,
             )
 
     def register_upstream(self, kind: str, handler: UpstreamHandler) -> None:
@@ -402,6 +436,8 @@ class MessageLayer:
         Returns how many waiting messages were dropped. Messages sent afterwards start a
         new queue, and the LC may reconnect; both start fresh.
         """
+        self.routes.forget_node(node_name)
+        self._reject_unrouted(self._pending.drop_node(node_name))
         with self._lock:
             q = self._queues.pop(node_name, None)
             dropped = q.retire() if q is not None else 0
@@ -721,7 +757,30 @@ class MessageLayer:
             name=header.name,
             operation=header.operation,
             content=content,
+            received_at=self._clock.wall().timestamp(),
         )
+        if self._authorize and not self.routes.allows(
+            key_of(header.kind, header.namespace, header.name), node
+        ):
+            held, expired = self._pending.hold(msg)
+            self._reject_unrouted(expired)
+            if held:
+                logger.debug(
+                    "holding a report from node {} for {} {}/{} until it is routed there",
+                    node,
+                    header.kind,
+                    header.namespace,
+                    header.name,
+                )
+            else:
+                self._reject_unrouted([msg])
+            return
+        self._hand_on(msg, header)
+
+    def _hand_on(self, msg: UpstreamMessage, header: Header | None) -> None:
+        """Give an authorized report to its kind's workers (from any thread)."""
+        if header is None:
+            header = Header(msg.namespace, msg.kind, msg.name, msg.operation)
         outcome = self._dispatcher.dispatch(msg)
         if outcome is not Dispatch.QUEUED:
             detail = (
@@ -732,6 +791,6 @@ class MessageLayer:
             reason = (
                 Reason.UNKNOWN_KIND if outcome is Dispatch.NO_HANDLER else Reason.HANDLER_BACKLOG
             )
-            self._reject(node, reason, detail, header)
+            self._reject(msg.node_name, reason, detail, header)
             return
         self._metrics.lc_messages_received.labels(kind=header.kind).inc()

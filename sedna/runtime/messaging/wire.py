@@ -43,6 +43,12 @@ class Reason(StrEnum):
     PLAIN_CREDENTIALS = "plain_credentials"
     UNAUTHORIZED = "unauthorized"
     MISSING_NODE_NAME = "missing_node_name"
+    NOT_ROUTED = "not_routed"
+    NODE_MISMATCH = "node_mismatch"
+    ADDRESS_MISMATCH = "address_mismatch"
+    ALREADY_CONNECTED = "already_connected"
+    INTERNAL_ERROR = "internal_error"
+    BUFFER_FULL = "buffer_full"
 
 
 @dataclass(frozen=True, slots=True)
