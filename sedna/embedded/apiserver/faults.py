@@ -40,6 +40,8 @@ class FaultInjector:
     """
 
     rules: list[FailureRule] = field(default_factory=list)
+    # writes that are done but answered with an error: the answer is "lost"
+    lost: list[FailureRule] = field(default_factory=list)
     latency: float = 0.0
     latency_verbs: frozenset[str] = frozenset()
     watch_close_after: int | None = None
@@ -76,6 +78,30 @@ class FaultInjector:
             self.rules.append(rule)
         return rule
 
+    def lose_responses(
+        self,
+        code: int = 504,
+        *,
+        probability: float = 0.0,
+        every: int = 0,
+        verbs: tuple[str, ...] | list[str] | set[str] = (),
+        resources: tuple[str, ...] | list[str] | set[str] = (),
+        count: int | None = None,
+    ) -> FailureRule:
+        """Carry out matching requests but answer ``code``, as a proxy timing out would:
+        the client cannot tell a write that landed from one that did not."""
+        rule = FailureRule(
+            code=code,
+            probability=probability,
+            every=every,
+            verbs=frozenset(verbs),
+            resources=frozenset(resources),
+            remaining=count,
+        )
+        with self._lock:
+            self.lost.append(rule)
+        return rule
+
     def add_latency(self, seconds: float, verbs: tuple[str, ...] = ()) -> None:
         """Delay every (matching) request by ``seconds``."""
         self.latency = seconds
@@ -98,6 +124,7 @@ class FaultInjector:
         """Back to a well-behaved server."""
         with self._lock:
             self.rules.clear()
+            self.lost.clear()
             self.latency = 0.0
             self.latency_verbs = frozenset()
             self.watch_close_after = None
@@ -107,10 +134,17 @@ class FaultInjector:
     # ---- server side ---------------------------------------------------------------
     def check(self, verb: str, resource: str) -> int | None:
         """The error code to inject for this request, if any."""
-        if not self.rules:
+        return self._match(self.rules, verb, resource)
+
+    def check_lost(self, verb: str, resource: str) -> int | None:
+        """The error code to answer after carrying out this request, if any."""
+        return self._match(self.lost, verb, resource)
+
+    def _match(self, rules: list[FailureRule], verb: str, resource: str) -> int | None:
+        if not rules:
             return None
         with self._lock:
-            for rule in self.rules:
+            for rule in rules:
                 if not rule.matches(verb, resource) and not rule.matches(
                     verb, resource.split("/")[0]
                 ):

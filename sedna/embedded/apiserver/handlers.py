@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -41,6 +42,8 @@ from .resources import CRD_KEY, POD_KEY, ResourceType
 from .selectors import combine, parse_field_selector, parse_label_selector
 from .watch import Watcher, translate
 
+# per request (each runs in its own task): a fault that answers an error after the write
+_LOST_ANSWER: contextvars.ContextVar[int | None] = contextvars.ContextVar("lost", default=None)
 # kube-apiserver answers these to anyone (system:public-info-viewer): probes carry no token.
 PUBLIC_PATHS = frozenset(("/healthz", "/livez", "/readyz", "/version"))
 
@@ -86,7 +89,12 @@ class Handlers:
                 request.headers.get("Authorization")
             ):
                 raise APIError(401, "Unauthorized", "Unauthorized")
-            return await self._handle(request)
+            _LOST_ANSWER.set(None)
+            response = await self._handle(request)
+            lost = _LOST_ANSWER.get()
+            if lost is not None:  # fault injection: done, but the answer is lost
+                return _error(APIError(lost, "Timeout", "the answer was lost (injected)"))
+            return response
         except APIError as err:
             return _error(err)
         except (ConnectionResetError, asyncio.CancelledError):
@@ -293,6 +301,9 @@ class Handlers:
         delay = f.delay_for(verb)
         if delay:
             await asyncio.sleep(delay)
+        lost = f.check_lost(verb, resource)
+        if lost is not None:
+            _LOST_ANSWER.set(lost)
         code = f.check(verb, resource)
         if code is not None:
             reason = {
