@@ -40,6 +40,14 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("run", help="run the manager (the default)")
     sub.add_parser("plugins", help="list discovered plugins, their kinds and state")
     sub.add_parser("check-config", help="validate gm.yaml and print the effective config")
+    token = sub.add_parser("token", help="LC credentials: a token per node")
+    token_sub = token.add_subparsers(dest="token_command", required=True)
+    create = token_sub.add_parser("create", help="issue (or rotate) the token of NODE and print it")
+    create.add_argument("node", metavar="NODE")
+    create.add_argument(
+        "--namespace", default=None, help="namespace of the Secret (websocket.nodeTokenNamespace)"
+    )
+    create.add_argument("--config", default=argparse.SUPPRESS, help="path of gm.yaml")
     for name in ("run", "plugins", "check-config"):
         sub.choices[name].add_argument(
             "--config", default=argparse.SUPPRESS, help="path of gm.yaml"
@@ -66,9 +74,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check_config(config, args.config)
         if command == "plugins":
             return _list_plugins(config)
+        if command == "token":
+            return _create_token(config, args.node, args.namespace)
         return _run(config, args.config or "defaults")
     except (ConfigError, PluginError) as exc:
         return _fail(str(exc))
+
+
+def _create_token(config: GMConfig, node: str, namespace: str | None) -> int:
+    from sedna.runtime.kube import ApiError
+    from sedna.runtime.kube.config import KubeConfigError
+    from sedna.tokens import create_token_command
+
+    try:
+        token = create_token_command(config, node, namespace)
+    except (ApiError, ValueError, KubeConfigError) as exc:
+        return _fail(f"token create {node}: {exc}")
+    print(token)  # stdout only, for a pipe into the LC's secret; never logged
+    return 0
 
 
 def _check_config(config: GMConfig, path: str | None) -> int:

@@ -30,6 +30,8 @@ class _Section(BaseModel):
 class TLSConfig(_Section):
     certFile: str = ""
     keyFile: str = ""
+    # LCs must present a client certificate from this CA whose CN is their Node-Name
+    clientCAFile: str = ""
 
     @property
     def enabled(self) -> bool:
@@ -40,9 +42,14 @@ class WebsocketConfig(_Section):
     address: str = "0.0.0.0"
     port: int = Field(default=9000, ge=0, le=65535)
     # Sedna's Go LC sends no token; "none" keeps it working but must be chosen explicitly.
-    auth: Literal["token", "none"] = "token"
+    # "node": a token per node, in Secret <nodeTokenNamespace>/sedna-lc-token-<node>
+    # (`sedna-gm token create NODE`); "token": one shared token (compatibility mode)
+    auth: Literal["node", "token", "none"] = "token"
     tokenFile: str = ""
     tokenSecret: str = ""  # "namespace/name", key "token"
+    nodeTokenNamespace: str = "sedna"
+    # how long a live connection has to answer a ping before a newer one replaces it
+    replaceProbeSeconds: float = Field(default=5.0, gt=0, allow_inf_nan=False)
     tls: TLSConfig = Field(default_factory=TLSConfig)
     allowPlainCredentials: bool = False
     maxFrameBytes: int = Field(default=1024 * 1024, gt=0)

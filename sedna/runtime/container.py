@@ -19,6 +19,7 @@ from sedna.runtime.events import EventRecorder
 from sedna.runtime.informers import SharedInformerFactory
 from sedna.runtime.kube import NODES, SECRETS, KubeClient, NotFound, api_client_from_config
 from sedna.runtime.messaging import MessageLayer, file_token_provider, secret_token_provider
+from sedna.runtime.messaging.auth import NodeTokenProvider, node_token_provider
 from sedna.runtime.metrics import Metrics
 from sedna.runtime.upstream import UpstreamRegistry
 from sedna.runtime.workers import WorkerRuntime
@@ -30,9 +31,26 @@ def _api_client(config: GMConfig) -> ApiClient:
     return api_client_from_config(config.kubeConfig, config.master)
 
 
+def _get_secret_of(kube: KubeClient) -> Callable[[str, str], Mapping[str, Any] | None]:
+    def get_secret(namespace: str, name: str) -> Mapping[str, Any] | None:
+        try:
+            return kube.resource(SECRETS).get(namespace, name)
+        except NotFound:
+            return None
+
+    return get_secret
+
+
+def _node_token_provider(config: GMConfig, kube: KubeClient) -> NodeTokenProvider | None:
+    ws = config.websocket
+    if ws.auth != "node":
+        return None
+    return node_token_provider(_get_secret_of(kube), ws.nodeTokenNamespace)
+
+
 def _token_provider(config: GMConfig, kube: KubeClient) -> Callable[[], Iterable[str]] | None:
     ws = config.websocket
-    if ws.auth == "none":
+    if ws.auth in ("none", "node"):
         return None
     if ws.tokenFile:
         return file_token_provider(ws.tokenFile)
@@ -64,6 +82,7 @@ def _message_layer(
         metrics=metrics,
         upstream=upstream,
         token_provider=_token_provider(config, kube),
+        node_token_provider=_node_token_provider(config, kube),
         clock=clock,
     )
     # The layer forgets a node's queue and closes its LC when the Node is deleted. It

@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from http import HTTPStatus
 from typing import Any
@@ -54,9 +55,12 @@ from sedna.runtime.clock import Clock, RealClock
 from sedna.runtime.config import ConfigError, WebsocketConfig
 from sedna.runtime.informers import HandlerRegistration, SharedInformer
 from sedna.runtime.messaging.auth import (
+    NodeTokenProvider,
     TokenProvider,
     bearer_token,
+    credential_id,
     file_token_provider,
+    peer_common_name,
     server_ssl_context,
     token_valid,
 )
@@ -126,10 +130,13 @@ class _LoopWaker:
 class _Connection:
     """One LC connection as seen by its reader and writer."""
 
-    __slots__ = ("closed", "event", "node", "waker", "writer", "ws")
+    __slots__ = ("closed", "credential", "event", "node", "waker", "writer", "ws")
 
-    def __init__(self, node: str, ws: ServerConnection, waker: _LoopWaker) -> None:
+    def __init__(
+        self, node: str, ws: ServerConnection, waker: _LoopWaker, credential: str | None
+    ) -> None:
         self.node = node
+        self.credential = credential
         self.ws = ws
         self.waker = waker
         self.event = asyncio.Event()
@@ -168,6 +175,7 @@ class MessageLayer:
         upstream_backlog: int = DEFAULT_BACKLOG,
         upstream_workers_per_kind: int = 1,
         clock: Clock | None = None,
+        node_token_provider: NodeTokenProvider | None = None,
     ) -> None:
         self._settings = settings
         self._metrics = metrics
@@ -178,8 +186,21 @@ class MessageLayer:
         self._reject_log = LogLimiter(burst=5, window=self._reject_log_window)
         self._tls = settings.tls.enabled
         self._limit = settings.maxFrameBytes
-        self._auth_required = settings.auth == "token"
-        if self._auth_required and token_provider is None:
+        self._auth_mode = settings.auth
+        self._auth_required = settings.auth in ("token", "node")
+        self._node_tokens = node_token_provider
+        self._client_certs = bool(settings.tls.enabled and settings.tls.clientCAFile)
+        # the credential of each connection between its handshake and its handler
+        self._credentials: weakref.WeakKeyDictionary[ServerConnection, str | None] = (
+            weakref.WeakKeyDictionary()
+        )
+        if settings.auth == "node":
+            if node_token_provider is None:
+                raise ConfigError(
+                    "websocket.auth: 'node' needs the caller to pass node_token_provider "
+                    "(auth.node_token_provider over the Secrets of websocket.nodeTokenNamespace)"
+                )
+        elif self._auth_required and token_provider is None:
             if settings.tokenFile:
                 token_provider = file_token_provider(settings.tokenFile)
             elif settings.tokenSecret:
@@ -235,6 +256,12 @@ class MessageLayer:
                 "{}:{} can receive job specs and send status reports",
                 self._settings.address,
                 self._settings.port,
+            )
+        if self._auth_mode == "token":
+            logger.warning(
+                "websocket.auth is token (compatibility mode): every LC shares one token, so "
+                "any LC holding it may connect as any node; reports are still authorized "
+                "against the routing. Use auth: node (a token per node) or client certificates"
             )
         if not self._tls:
             logger.info("LC websocket without TLS (ws://); set websocket.tls for wss://")
@@ -547,37 +574,125 @@ class MessageLayer:
     async def _process_request(
         self, connection: ServerConnection, request: Request
     ) -> Response | None:
-        """Refuse before the upgrade: 401 without a valid token, 400 without a node name."""
+        """Refuse before the upgrade: 401 without a valid credential, 400 without a node
+        name, 403 when the node name is not the credential's, 409 while the node is
+        connected and answering (or connected with another credential)."""
         names = request.headers.get_all(NODE_NAME_HEADER)
         node = names[0].strip() if len(names) == 1 else ""
         peer = connection.remote_address
+        credential: str | None = None
         if self._auth_required:
-            tokens = await asyncio.get_running_loop().run_in_executor(None, self._tokens)
             auth = request.headers.get_all("Authorization")
             candidate = bearer_token(auth[0]) if len(auth) == 1 else None
+            loop = asyncio.get_running_loop()
+            if self._auth_mode == "node":
+                tokens = (
+                    await loop.run_in_executor(None, self._tokens_of, node) if node else frozenset()
+                )
+            else:
+                tokens = await loop.run_in_executor(None, self._tokens)
             if not token_valid(candidate, tokens):
                 self._metrics.lc_messages_rejected.labels(reason=Reason.UNAUTHORIZED.value).inc()
-                logger.warning(
-                    "refused LC connection from {} (node {!r}): {} bearer token",
-                    peer,
+                self._log_refusal(
                     node,
-                    "missing" if candidate is None else "invalid",
+                    Reason.UNAUTHORIZED,
+                    f"refused LC connection from {peer} (node {node!r}): "
+                    f"{'missing' if candidate is None else 'invalid'} bearer token",
                 )
                 response = connection.respond(
                     HTTPStatus.UNAUTHORIZED, "missing or invalid bearer token\n"
                 )
                 response.headers["WWW-Authenticate"] = 'Bearer realm="sedna-gm"'
                 return response
+            credential = credential_id(candidate)
         if not node:
             self._metrics.lc_messages_rejected.labels(reason=Reason.MISSING_NODE_NAME.value).inc()
-            logger.warning("refused LC connection from {}: no single Node-Name header", peer)
+            self._log_refusal(
+                "", Reason.MISSING_NODE_NAME, f"refused LC connection from {peer}: no Node-Name"
+            )
             return connection.respond(HTTPStatus.BAD_REQUEST, "missing Node-Name header\n")
+        if self._client_certs:
+            ssl_object = connection.transport.get_extra_info("ssl_object")
+            cn = peer_common_name(ssl_object.getpeercert() if ssl_object is not None else None)
+            if cn != node:
+                return self._refuse(
+                    connection,
+                    node,
+                    Reason.NODE_MISMATCH,
+                    HTTPStatus.FORBIDDEN,
+                    f"the client certificate is for {cn!r}, not for node {node!r}",
+                )
+            credential = f"{credential}/cert:{cn}"
+        old = self._conns.get(node)
+        if old is not None:
+            if old.credential != credential:
+                return self._refuse(
+                    connection,
+                    node,
+                    Reason.ALREADY_CONNECTED,
+                    HTTPStatus.CONFLICT,
+                    f"node {node!r} is connected with another credential",
+                )
+            if await self._answers(old):
+                return self._refuse(
+                    connection,
+                    node,
+                    Reason.ALREADY_CONNECTED,
+                    HTTPStatus.CONFLICT,
+                    f"node {node!r} is connected and answers pings",
+                )
+        self._credentials[connection] = credential
         return None
+
+    async def _answers(self, conn: _Connection) -> bool:
+        """Whether conn answers a ping within websocket.replaceProbeSeconds."""
+        try:
+            pong = await conn.ws.ping()
+            await asyncio.wait_for(pong, self._settings.replaceProbeSeconds)
+        except (TimeoutError, ConnectionClosed, RuntimeError):
+            return False
+        return not conn.closed
+
+    def _refuse(
+        self,
+        connection: ServerConnection,
+        node: str,
+        reason: Reason,
+        status: HTTPStatus,
+        detail: str,
+    ) -> Response:
+        self._metrics.lc_messages_rejected.labels(reason=reason.value).inc()
+        self._log_refusal(
+            node, reason, f"refused LC connection from {connection.remote_address}: {detail}"
+        )
+        return connection.respond(status, detail + "\n")
+
+    def _log_refusal(self, node: str, reason: Reason, text: str) -> None:
+        """Refusals are logged rate-limited per node and reason, like rejected frames."""
+        admitted, suppressed = self._reject_log.admit(node or "-", reason.value)
+        if suppressed:
+            logger.warning(
+                "{} more LC connection(s) for node {!r} refused ({}) in the last {:.0f} s",
+                suppressed,
+                node,
+                reason.value,
+                self._reject_log_window,
+            )
+        if admitted:
+            logger.warning("{}", text)
+
+    def _tokens_of(self, node: str) -> frozenset[str]:
+        assert self._node_tokens is not None
+        try:
+            return frozenset(self._node_tokens(node))
+        except Exception as exc:
+            logger.error("node token provider failed ({}); refusing LCs", type(exc).__name__)
+            return frozenset()
 
     async def _handle(self, ws: ServerConnection) -> None:
         node = ws.request.headers[NODE_NAME_HEADER].strip() if ws.request else ""
         assert self._waker is not None
-        conn = _Connection(node, ws, self._waker)
+        conn = _Connection(node, ws, self._waker, self._credentials.pop(ws, None))
         with self._lock:
             old = self._conns.get(node)
             self._conns[node] = conn
