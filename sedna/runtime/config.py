@@ -50,6 +50,8 @@ class WebsocketConfig(_Section):
     nodeTokenNamespace: str = "sedna"
     # how long a live connection has to answer a ping before a newer one replaces it
     replaceProbeSeconds: float = Field(default=5.0, gt=0, allow_inf_nan=False)
+    # an LC that does not take a frame for this long is disconnected (its queue is kept)
+    writeTimeoutSeconds: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     tls: TLSConfig = Field(default_factory=TLSConfig)
     allowPlainCredentials: bool = False
     maxFrameBytes: int = Field(default=1024 * 1024, gt=0)

@@ -749,7 +749,19 @@ class MessageLayer:
                     await conn.event.wait()
                     continue
                 try:
-                    await conn.ws.send(msg.frame)
+                    await asyncio.wait_for(
+                        conn.ws.send(msg.frame), self._settings.writeTimeoutSeconds
+                    )
+                except TimeoutError:
+                    self._requeue(q, msg)
+                    logger.warning(
+                        "node {} took no frame for {:g} s (websocket.writeTimeoutSeconds): "
+                        "disconnected, its queue is kept",
+                        conn.node,
+                        self._settings.writeTimeoutSeconds,
+                    )
+                    conn.ws.transport.abort()
+                    return
                 except BaseException as exc:
                     self._requeue(q, msg)
                     if isinstance(exc, ConnectionClosed):
@@ -800,8 +812,12 @@ class MessageLayer:
                 try:
                     self._on_frame(conn.node, data)
                 except Exception as exc:  # a bug here must not cost the node its connection
-                    logger.opt(exception=exc).error(
-                        "internal error on a frame from node {}", conn.node
+                    # counted and rate-limited like any rejection; no traceback flood
+                    self._reject(
+                        conn.node,
+                        Reason.INTERNAL_ERROR,
+                        f"the frame could not be handled ({type(exc).__name__})",
+                        None,
                     )
         except ConnectionClosed:
             pass

@@ -1,0 +1,106 @@
+"""Slow and hostile LCs: a peer that stops reading, frames nested deep, fuzzed frames.
+
+Regression tests for: "an LC that stops reading is never disconnected", "deeply nested
+frames log unthrottled tracebacks that are not counted as rejections".
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sedna.runtime.messaging.wire import FrameError, decode_frame, decode_payload
+from sedna.runtime.metrics import Metrics
+
+from .conftest import LayerFactory
+from .helpers import FakeLC, frame, obj, sample, wait_until
+from .test_roundtrip import _silent_lc
+
+
+def test_an_lc_that_stops_reading_is_disconnected_and_its_queue_kept(
+    make_layer: LayerFactory,
+) -> None:
+    layer = make_layer(writeTimeoutSeconds=0.3, maxFrameBytes=4 * 1024 * 1024)
+    dead = _silent_lc(layer.port, "n")
+    try:
+        wait_until(lambda: layer.connected_nodes() == ["n"], what="connected")
+        for i in range(60):
+            layer.send("n", "insert", obj("Model", f"m{i}", blob="x" * 400_000))
+        wait_until(lambda: layer.connected_nodes() == [], timeout=20, what="disconnected")
+        assert layer.queue_depth("n") > 0  # what it did not take waits for its next connection
+    finally:
+        dead.close()
+
+
+def test_a_deeply_nested_frame_is_a_counted_rejection(
+    make_layer: LayerFactory, metrics: Metrics, logs: list[str]
+) -> None:
+    layer = make_layer()
+    got: list[object] = []
+    layer.register_upstream("dataset", got.append)
+    lc = FakeLC(layer.port, "n")
+    deep: object = 1
+    for _ in range(900):
+        deep = [deep]
+    lc.send_status("dataset", "ns", "d", {"x": deep})
+    lc.send_raw('{"header": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    wait_until(
+        lambda: sample(metrics, "lc_messages_rejected_total", reason="too_deep") == 2,
+        what="both frames rejected",
+    )
+    assert not any("Traceback" in line for line in logs)
+    lc.send_status("dataset", "ns", "d", {"numberOfSamples": 1})
+    wait_until(lambda: len(got) == 1, what="the connection goes on")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=200),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+            lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids),
+            max_leaves=30,
+        ).map(json.dumps),
+        st.builds(
+            lambda kind, ns, name, op, payload: frame(kind, ns, name, payload, op),
+            st.text(max_size=10),
+            st.text(max_size=10),
+            st.text(max_size=10),
+            st.sampled_from(["status", "insert", ""]),
+            st.recursive(
+                st.integers() | st.text(max_size=5),
+                lambda k: st.lists(k, max_size=3),
+                max_leaves=10,
+            ),
+        ),
+    )
+)
+def test_fuzzed_frames_only_ever_raise_frame_errors(text: str) -> None:
+    try:
+        decoded = decode_frame(text)
+        if decoded is not None:
+            decode_payload(decoded[1], decoded[0])
+    except FrameError:
+        pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_fuzzed_payloads_only_ever_raise_frame_errors(raw: bytes) -> None:
+    text = json.dumps(
+        {
+            "header": {"namespace": "n", "resourceKind": "k", "resourceName": "x",
+                       "operation": "status"},
+            "content": base64.b64encode(raw).decode(),
+        }
+    )  # fmt: skip
+    try:
+        decoded = decode_frame(text)
+        assert decoded is not None
+        decode_payload(decoded[1], decoded[0])
+    except FrameError:
+        pass
