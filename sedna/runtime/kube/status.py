@@ -94,7 +94,8 @@ def _retry(
     what = f"{client.res.group_resource} {namespace}/{name}"
     patient = in_report()
     delay = REPORT_BACKOFF_INITIAL
-    sent: Any = None  # the part written by a call whose answer never came
+    # (before, sent) of each write whose answer never came: any of them may have landed
+    unconfirmed: list[tuple[Any, Any]] = []
     attempt = 0
     while True:
         attempt += 1
@@ -103,19 +104,20 @@ def _retry(
                 obj = json_deepcopy(current)  # mutate may change nested parts; current is shared
             else:
                 obj = client.get(namespace, name)
-                if sent is not None and _landed(obj, sent, status):
+                fresh = _part(obj, status) if unconfirmed else None
+                if any(_landed(fresh, before, sent) for before, sent in unconfirmed):
                     logger.debug("{}: the write whose answer was lost had landed", what)
                     return obj
+            before = _part(obj, status)
             if not mutate(obj):
                 return obj
-            sent = None
             try:
                 if status:
                     return client.replace_status(namespace, name, obj)
                 return client.replace(namespace, name, obj)
             except ApiError as exc:
                 if is_transient(exc):
-                    sent = _part(obj, status)
+                    unconfirmed.append((before, _part(obj, status)))
                 raise
         except Conflict as exc:
             if attempt >= (attempts * 10 if patient else attempts):
@@ -139,5 +141,26 @@ def _part(obj: Mapping[str, Any], status: bool) -> Any:
     return copy.deepcopy({k: v for k, v in obj.items() if k not in ("status", "metadata")})
 
 
-def _landed(fresh: Mapping[str, Any], sent: Any, status: bool) -> bool:
-    return bool(_part(fresh, status) == sent)
+def _landed(fresh: Any, before: Any, sent: Any) -> bool:
+    """Whether fresh shows the change from before to sent, though others wrote since.
+
+    A list that grew (conditions appended) landed when every added item is in fresh's
+    list, wherever others' items went; any other changed value must be equal.
+    """
+    if not (isinstance(sent, dict) and isinstance(fresh, dict)):
+        return bool(fresh == sent)
+    old = before if isinstance(before, dict) else {}
+    changed = False
+    for key, value in sent.items():
+        was = old.get(key)
+        if value == was:
+            continue
+        changed = True
+        now = fresh.get(key)
+        if isinstance(value, list) and isinstance(was, list | None):
+            added = [item for item in value if item not in (was or [])]
+            if not isinstance(now, list) or any(item not in now for item in added):
+                return False
+        elif now != value:
+            return False
+    return changed
