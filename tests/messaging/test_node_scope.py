@@ -7,6 +7,7 @@ on a job routed to `edge-node`; forged reports hit another namespace's objects.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from sedna.runtime.clock import FakeClock
 from sedna.runtime.messaging import UpstreamMessage
@@ -33,7 +34,9 @@ def test_a_report_from_another_node_is_rejected(
     owner = FakeLC(layer.port, "edge-node")
     owner.recv()
     forger = FakeLC(layer.port, "node-b")
-    forger.send_status("incrementallearningjob", "ns1", "job", {"phase": "eval", "status": "failed"})
+    forger.send_status(
+        "incrementallearningjob", "ns1", "job", {"phase": "eval", "status": "failed"}
+    )
     wait_until(
         lambda: sample(metrics, "lc_messages_rejected_total", reason="not_routed") == 1,
         what="the forged report to be rejected",
@@ -126,3 +129,36 @@ def test_a_flood_from_one_node_does_not_delay_another(make_layer: LayerFactory) 
     wait_until(lambda: len(order) == 51, what="every report")
     # round-robin: the quiet node is served right after the flood's report in hand and one more
     assert order.index("quiet") <= 2
+
+
+class _NodesInformer:
+    """Just enough of a nodes informer: the layer registers its handler here."""
+
+    def __init__(self) -> None:
+        self.handler: Any = None
+
+    def add_event_handler(self, handler: Any) -> Any:
+        self.handler = handler
+        return None
+
+
+def test_made_up_node_names_get_no_queue_and_no_series(
+    make_layer: LayerFactory, metrics: Metrics
+) -> None:
+    """Regression: 2,000 made-up names once made 2,000 queues and /metrics grew to 8 MB."""
+    layer = make_layer()
+    nodes = _NodesInformer()
+    layer.watch_nodes(nodes)  # type: ignore[arg-type]
+    nodes.handler.on_add({"metadata": {"name": "real"}})
+    made_up = [FakeLC(layer.port, f"made-up-{i}") for i in range(30)]
+    real = FakeLC(layer.port, "real")
+    wait_until(lambda: len(layer.connected_nodes()) == 31, what="every connection")
+    assert layer.queued_nodes() == ["real"]
+    series = [s for m in metrics.registry.collect() if m.name == "lc_queue_depth"
+              for s in m.samples]  # fmt: skip
+    assert [s.labels["node"] for s in series] == ["real"]
+    # once the GM routes something to a node, its queue starts and the LC gets it
+    layer.send("made-up-3", "insert", obj("Model", "m"))
+    assert made_up[3].recv().header["resourceName"] == "m"
+    layer.send("real", "insert", obj("Model", "r"))
+    assert real.recv().header["resourceName"] == "r"

@@ -231,6 +231,8 @@ class MessageLayer:
             self._clock.now,
         )
         self._lock = threading.Lock()
+        # names of the cluster's Nodes, once watch_nodes hooks an informer up (None before)
+        self._known_nodes: set[str] | None = None
         self._queues: dict[str, NodeQueue] = {}
         self._conns: dict[str, _Connection] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -455,7 +457,27 @@ class MessageLayer:
 
         `informer` is a shared informer of core/v1 nodes; the layer only listens to it.
         """
-        return informer.add_event_handler(NodeDeletionHandler(self.forget_node))
+        with self._lock:
+            if self._known_nodes is None:
+                self._known_nodes = set()
+        return informer.add_event_handler(NodeDeletionHandler(self.forget_node, self._know_node))
+
+    def _know_node(self, node: str) -> None:
+        with self._lock:
+            if self._known_nodes is not None:
+                self._known_nodes.add(node)
+
+    def _may_queue(self, node: str) -> bool:
+        """Whether a connection of node gets a queue before the GM routes it anything.
+
+        A node proven by its credential, or one the cluster has a Node for, does; a
+        self-declared name that is neither waits for the GM's first message to it
+        (2,000 made-up names once made 2,000 queues and metric series).
+        """
+        if self._auth_mode == "node" or self._client_certs:
+            return True
+        with self._lock:
+            return node in self._queues or self._known_nodes is None or node in self._known_nodes
 
     def forget_node(self, node_name: str) -> int:
         """The node left the cluster: drop its queue and close its LC (thread-safe).
@@ -466,6 +488,8 @@ class MessageLayer:
         self.routes.forget_node(node_name)
         self._reject_unrouted(self._pending.drop_node(node_name))
         with self._lock:
+            if self._known_nodes is not None:
+                self._known_nodes.discard(node_name)
             q = self._queues.pop(node_name, None)
             dropped = q.retire() if q is not None else 0
             if q is not None:
@@ -498,6 +522,9 @@ class MessageLayer:
                 gauge = self._metrics.lc_queue_depth.labels(node=node)
                 q = NodeQueue(node, self._settings.maxQueuePerNode, gauge, self._clock.now)
                 self._queues[node] = q
+                waiting = self._conns.get(node)
+                if waiting is not None:
+                    waiting.wake()  # its writer waits for this queue
             return q
 
     def _count_forgotten(self, reason: ForgetReason, messages: int) -> None:
@@ -709,7 +736,8 @@ class MessageLayer:
             logger.info("node {} connected from {}", node, ws.remote_address)
         try:
             if not conn.closed:  # not already replaced by a third connection
-                conn.writer = asyncio.create_task(self._write_loop(conn, self._queue_for(node)))
+                q = self._queue_for(node) if self._may_queue(node) else None
+                conn.writer = asyncio.create_task(self._write_loop(conn, q))
                 await self._read_loop(conn)
         finally:
             conn.stop()
@@ -740,7 +768,14 @@ class MessageLayer:
             old.ws.transport.abort()  # a dead peer: do not wait for its TCP buffers
             await asyncio.wait({old.writer})
 
-    async def _write_loop(self, conn: _Connection, q: NodeQueue) -> None:
+    async def _write_loop(self, conn: _Connection, q: NodeQueue | None) -> None:
+        while q is None:  # an unknown node: its queue starts with the GM's first message
+            if conn.closed:
+                return
+            conn.event.clear()
+            q = self._queues.get(conn.node)
+            if q is None:
+                await conn.event.wait()
         try:
             while not conn.closed:
                 conn.event.clear()
