@@ -32,8 +32,15 @@ from sedna.embedded.lc import SimulatedLC
 from sedna.embedded.manifests import ManifestError, create_if_absent, load_manifests
 from sedna.embedded.plays import default_plays
 from sedna.runtime.config import ConfigError, GMConfig
-from sedna.runtime.kube import SECRETS, ApiError, KubeClient, api_client_from_config
+from sedna.runtime.kube import (
+    NAMESPACES,
+    SECRETS,
+    ApiError,
+    KubeClient,
+    api_client_from_config,
+)
 from sedna.runtime.messaging import file_token_provider
+from sedna.tokens import issue_node_token
 
 KUBECONFIG_NAME = "kubeconfig"
 STATE_DB_NAME = "state.db"
@@ -55,6 +62,8 @@ class EmbeddedMode:
         self.server: APIServer | None = None
         self.kube: KubeClient | None = None
         self.lc_token: str | None = None
+        # auth: node: each simulated node's own token, issued at prepare()
+        self.node_tokens: dict[str, str] = {}
         self.kubelets: list[SimulatedKubelet] = []
         self.lcs: list[SimulatedLC] = []
         self._prepared: GMConfig | None = None
@@ -143,6 +152,9 @@ class EmbeddedMode:
         ws = config.websocket
         if ws.auth == "none":
             return config
+        if ws.auth == "node":
+            self._issue_node_tokens(ws.nodeTokenNamespace)
+            return config
         if ws.tokenFile:
             self.lc_token = _first_token(Path(ws.tokenFile))
             return config
@@ -162,6 +174,24 @@ class EmbeddedMode:
         return config.model_copy(
             update={"websocket": ws.model_copy(update={"tokenFile": str(path)})}
         )
+
+    def _issue_node_tokens(self, namespace: str) -> None:
+        """A token per simulated node, in its Secret, as `sedna-gm token create` makes it.
+
+        Issued again at every start: the GM reads the Secret per connection, so the
+        simulated LCs and the GM always agree.
+        """
+        assert self.kube is not None
+        with contextlib.suppress(ApiError):  # exists already
+            self.kube.resource(NAMESPACES).create(None, {"metadata": {"name": namespace}})
+        for node in self.settings.simulate.nodes:
+            self.node_tokens[node] = issue_node_token(self.kube, node, namespace)
+        if self.node_tokens:
+            logger.info(
+                "embedded: issued LC tokens for node(s) {} (Secrets in namespace {})",
+                ", ".join(self.node_tokens),
+                namespace,
+            )
 
     def _secret_token(self, ref: str) -> str | None:
         ns, _, name = ref.partition("/")
@@ -193,7 +223,7 @@ class EmbeddedMode:
             lc = SimulatedLC(
                 node,
                 url,
-                token=self.lc_token,
+                token=self.node_tokens.get(node, self.lc_token),
                 kube=self.kube,
                 growth_per_second=sim.datasetGrowthPerSecond,
                 ssl_context=ssl_ctx,
