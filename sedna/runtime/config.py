@@ -52,6 +52,13 @@ class WebsocketConfig(_Section):
     replaceProbeSeconds: float = Field(default=5.0, gt=0, allow_inf_nan=False)
     # an LC that does not take a frame for this long is disconnected (its queue is kept)
     writeTimeoutSeconds: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    # the websocket upgrade must be done within this (slow or silent handshakes are cut)
+    handshakeTimeoutSeconds: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    # the longest the message layer holds a shutdown (SIGTERM), slow peers included
+    shutdownGraceSeconds: float = Field(default=5.0, gt=0, allow_inf_nan=False)
+    # connected LCs at most; with max frame size this caps what LCs can make the GM buffer
+    # (maxConnections x 2 frames x 4 x maxFrameBytes)
+    maxConnections: int = Field(default=2000, gt=0)
     tls: TLSConfig = Field(default_factory=TLSConfig)
     allowPlainCredentials: bool = False
     maxFrameBytes: int = Field(default=1024 * 1024, gt=0)

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from websockets.exceptions import InvalidStatus
 
 from sedna.runtime.messaging.wire import FrameError, decode_frame, decode_payload
 from sedna.runtime.metrics import Metrics
@@ -104,3 +107,29 @@ def test_fuzzed_payloads_only_ever_raise_frame_errors(raw: bytes) -> None:
         decode_payload(decoded[1], decoded[0])
     except FrameError:
         pass
+
+
+def test_a_peer_that_does_not_close_cannot_hold_the_shutdown(make_layer: LayerFactory) -> None:
+    """Regression: an LC that stopped reading held SIGTERM for 10 s."""
+    layer = make_layer(shutdownGraceSeconds=1.0)
+    dead = _silent_lc(layer.port, "n")
+    try:
+        wait_until(lambda: layer.connected_nodes() == ["n"], what="connected")
+        stopping = threading.Thread(target=layer.stop)
+        stopping.start()
+        stopping.join(5)  # a deadline well above the grace, far below the old 10 s
+        assert not stopping.is_alive()
+        assert layer._thread is not None and not layer._thread.is_alive()
+    finally:
+        dead.close()
+
+
+def test_connections_beyond_the_cap_are_refused(make_layer: LayerFactory, metrics: Metrics) -> None:
+    layer = make_layer(maxConnections=2)
+    FakeLC(layer.port, "a")
+    FakeLC(layer.port, "b")
+    wait_until(lambda: len(layer.connected_nodes()) == 2, what="two connections")
+    with pytest.raises(InvalidStatus) as exc:
+        FakeLC(layer.port, "c")
+    assert exc.value.response.status_code == 503
+    assert sample(metrics, "lc_messages_rejected_total", reason="too_many_connections") == 1

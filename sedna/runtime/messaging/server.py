@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from http import HTTPStatus
@@ -290,10 +291,15 @@ class MessageLayer:
             self._sweeper = IdleSweeper(self._idle_ttl, self._clock, self._forget_idle)
             self._sweeper.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Close every connection (1001), stop the loop and the upstream workers."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Close every connection (1001), stop the loop and the upstream workers, all
+        within `timeout` (websocket.shutdownGraceSeconds by default): a peer that does
+        not read, or does not close, cannot hold the GM's shutdown."""
         if self._stopped:
             return
+        if timeout is None:
+            timeout = self._settings.shutdownGraceSeconds
+        deadline = time.monotonic() + timeout
         self._stopped = True
         if self._sweeper is not None:
             self._sweeper.stop()
@@ -302,10 +308,10 @@ class MessageLayer:
             with contextlib.suppress(RuntimeError):  # loop already gone
                 loop.call_soon_threadsafe(stop_event.set)
         if thread is not None:
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
             if thread.is_alive():
                 logger.warning("LC websocket thread did not stop within {} s", timeout)
-        self._dispatcher.stop()
+        self._dispatcher.stop(max(0.1, deadline - time.monotonic()))
         self._metrics.lc_connected_nodes.set(0)
 
     def _run(self, ssl_ctx: Any, ready: threading.Event) -> None:
@@ -334,9 +340,14 @@ class MessageLayer:
                 process_request=self._process_request,
                 ssl=ssl_ctx,
                 max_size=self._limit * _OVERSIZE_FACTOR,
+                # One frame waits while the next is read: with maxConnections this bounds
+                # what all LCs together can make the GM buffer (websocket.maxConnections).
+                max_queue=1,
                 # Go's LC never negotiates permessage-deflate; keep frames as Go sends them.
                 compression=None,
                 server_header="sedna-gm",
+                open_timeout=self._settings.handshakeTimeoutSeconds,
+                close_timeout=min(2.0, self._settings.shutdownGraceSeconds / 2),
             )
         except OSError as exc:
             self._startup_error = exc
@@ -346,7 +357,11 @@ class MessageLayer:
         ready.set()
         await self._stop_event.wait()
         server.close(close_connections=True)
-        await server.wait_closed()
+        try:
+            await asyncio.wait_for(server.wait_closed(), self._settings.shutdownGraceSeconds / 2)
+        except TimeoutError:  # peers that do not finish the closing handshake: cut them off
+            for conn in list(self._conns.values()):
+                conn.ws.transport.abort()
 
     # ---- public API ------------------------------------------------------------------
 
@@ -608,6 +623,14 @@ class MessageLayer:
         node = names[0].strip() if len(names) == 1 else ""
         peer = connection.remote_address
         credential: str | None = None
+        if len(self._conns) >= self._settings.maxConnections:
+            return self._refuse(
+                connection,
+                node,
+                Reason.TOO_MANY_CONNECTIONS,
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                f"{self._settings.maxConnections} LCs connected (websocket.maxConnections)",
+            )
         if self._auth_required:
             auth = request.headers.get_all("Authorization")
             candidate = bearer_token(auth[0]) if len(auth) == 1 else None

@@ -64,6 +64,7 @@ class Reason(StrEnum):
     ALREADY_CONNECTED = "already_connected"
     INTERNAL_ERROR = "internal_error"
     TOO_DEEP = "too_deep"
+    TOO_MANY_CONNECTIONS = "too_many_connections"
     BUFFER_FULL = "buffer_full"
 
 
