@@ -59,6 +59,9 @@ class WebsocketConfig(_Section):
     # connected LCs at most; with max frame size this caps what LCs can make the GM buffer
     # (maxConnections x 2 frames x 4 x maxFrameBytes)
     maxConnections: int = Field(default=2000, gt=0)
+    # accept a Node-Name only from one of that Node's status.addresses; off by default,
+    # since NAT and proxies hide the node's own address (binds identity for auth: none)
+    nodeAddressBinding: bool = False
     tls: TLSConfig = Field(default_factory=TLSConfig)
     allowPlainCredentials: bool = False
     maxFrameBytes: int = Field(default=1024 * 1024, gt=0)

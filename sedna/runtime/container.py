@@ -48,6 +48,21 @@ def _node_token_provider(config: GMConfig, kube: KubeClient) -> NodeTokenProvide
     return node_token_provider(_get_secret_of(kube), ws.nodeTokenNamespace)
 
 
+def _node_addresses(config: GMConfig, kube: KubeClient) -> Callable[[str], list[str]] | None:
+    if not config.websocket.nodeAddressBinding:
+        return None
+
+    def addresses(node: str) -> list[str]:
+        try:
+            obj = kube.resource(NODES).get(None, node)
+        except NotFound:
+            return []
+        found = (obj.get("status") or {}).get("addresses") or []
+        return [str(a.get("address")) for a in found if isinstance(a, dict)]
+
+    return addresses
+
+
 def _token_provider(config: GMConfig, kube: KubeClient) -> Callable[[], Iterable[str]] | None:
     ws = config.websocket
     if ws.auth in ("none", "node"):
@@ -83,6 +98,7 @@ def _message_layer(
         upstream=upstream,
         token_provider=_token_provider(config, kube),
         node_token_provider=_node_token_provider(config, kube),
+        node_addresses=_node_addresses(config, kube),
         clock=clock,
     )
     # The layer forgets a node's queue and closes its LC when the Node is deleted. It

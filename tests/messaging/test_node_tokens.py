@@ -92,3 +92,20 @@ def _get(kube: KubeClient, ns: str, name: str) -> Any:
         return kube.resource(SECRETS).get(ns, name)
     except NotFound:
         return None
+
+
+def test_address_binding_accepts_a_node_name_only_from_its_addresses(metrics: Metrics) -> None:
+    """With auth: none the identity is bound as far as it can be: by the Node's addresses."""
+    addresses = {"edge-node": ["127.0.0.1", "10.0.0.5"], "far-node": ["10.0.0.9"]}
+    settings = WebsocketConfig(address="127.0.0.1", port=0, auth="none", nodeAddressBinding=True)
+    layer = MessageLayer(settings, metrics=metrics, node_addresses=addresses.get)
+    layer.start()
+    try:
+        assert _refused(layer.port, "far-node", None) == 403
+        assert _refused(layer.port, "no-such-node", None) == 403
+        assert sample(metrics, "lc_messages_rejected_total", reason="address_mismatch") == 2
+        lc = FakeLC(layer.port, "edge-node")
+        layer.send("edge-node", "insert", obj("Model", "m"))
+        assert lc.recv().header["resourceName"] == "m"
+    finally:
+        layer.stop()

@@ -177,6 +177,7 @@ class MessageLayer:
         upstream_workers_per_kind: int = 1,
         clock: Clock | None = None,
         node_token_provider: NodeTokenProvider | None = None,
+        node_addresses: Callable[[str], Iterable[str] | None] | None = None,
     ) -> None:
         self._settings = settings
         self._metrics = metrics
@@ -190,6 +191,12 @@ class MessageLayer:
         self._auth_mode = settings.auth
         self._auth_required = settings.auth in ("token", "node")
         self._node_tokens = node_token_provider
+        self._node_addresses = node_addresses
+        if settings.nodeAddressBinding and node_addresses is None:
+            raise ConfigError(
+                "websocket.nodeAddressBinding needs the caller to pass node_addresses "
+                "(the addresses of a Node by name)"
+            )
         self._client_certs = bool(settings.tls.enabled and settings.tls.clientCAFile)
         # the credential of each connection between its handshake and its handler
         self._credentials: weakref.WeakKeyDictionary[ServerConnection, str | None] = (
@@ -661,6 +668,19 @@ class MessageLayer:
                 "", Reason.MISSING_NODE_NAME, f"refused LC connection from {peer}: no Node-Name"
             )
             return connection.respond(HTTPStatus.BAD_REQUEST, "missing Node-Name header\n")
+        if self._settings.nodeAddressBinding:
+            peer_ip = peer[0] if isinstance(peer, tuple) and peer else ""
+            addresses = await asyncio.get_running_loop().run_in_executor(
+                None, self._addresses_of, node
+            )
+            if peer_ip not in addresses:
+                return self._refuse(
+                    connection,
+                    node,
+                    Reason.ADDRESS_MISMATCH,
+                    HTTPStatus.FORBIDDEN,
+                    f"{peer_ip} is not an address of Node {node!r} (websocket.nodeAddressBinding)",
+                )
         if self._client_certs:
             ssl_object = connection.transport.get_extra_info("ssl_object")
             cn = peer_common_name(ssl_object.getpeercert() if ssl_object is not None else None)
@@ -730,6 +750,14 @@ class MessageLayer:
             )
         if admitted:
             logger.warning("{}", text)
+
+    def _addresses_of(self, node: str) -> frozenset[str]:
+        assert self._node_addresses is not None
+        try:
+            return frozenset(self._node_addresses(node) or ())
+        except Exception as exc:
+            logger.error("node address lookup failed ({}); refusing node {}", exc, node)
+            return frozenset()
 
     def _tokens_of(self, node: str) -> frozenset[str]:
         assert self._node_tokens is not None
