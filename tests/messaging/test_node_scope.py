@@ -162,3 +162,26 @@ def test_made_up_node_names_get_no_queue_and_no_series(
     assert made_up[3].recv().header["resourceName"] == "m"
     layer.send("real", "insert", obj("Model", "r"))
     assert real.recv().header["resourceName"] == "r"
+
+
+def test_a_stale_report_is_skipped_and_counted(
+    make_layer: LayerFactory, metrics: Metrics
+) -> None:
+    """The generic half of "a late report never moves a job backwards": the feature says
+    which report is stale (its stage machine knows), the layer never applies it."""
+    got: list[int] = []
+    layer = make_layer()
+    layer.upstream.register(
+        "incrementallearningjob",
+        lambda m: got.append(m.content["seq"]),
+        stale=lambda m: m.content["seq"] < 5 and bool(got),
+    )
+    lc = FakeLC(layer.port, "n")
+    for seq in (5, 6, 2, 7):
+        lc.send_status("incrementallearningjob", "ns", "j", {"seq": seq})
+    wait_until(
+        lambda: sample(metrics, "lc_reports_stale_total", kind="incrementallearningjob") == 1,
+        what="the stale report counted",
+    )
+    wait_until(lambda: len(got) == 3, what="the others applied")
+    assert got == [5, 6, 7]
