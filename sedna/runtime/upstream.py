@@ -36,6 +36,8 @@ class UpstreamMessage:
     content: dict[str, Any] = field(default_factory=dict)
     # wall-clock seconds when the message layer accepted the report (0: unknown)
     received_at: float = field(default=0.0, compare=False)
+    # bytes of the frame it came in (0: unknown), for the layer's byte bounds
+    size: int = field(default=0, compare=False)
 
 
 UpstreamHandler = Callable[[UpstreamMessage], None]

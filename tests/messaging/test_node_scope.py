@@ -164,9 +164,7 @@ def test_made_up_node_names_get_no_queue_and_no_series(
     assert real.recv().header["resourceName"] == "r"
 
 
-def test_a_stale_report_is_skipped_and_counted(
-    make_layer: LayerFactory, metrics: Metrics
-) -> None:
+def test_a_stale_report_is_skipped_and_counted(make_layer: LayerFactory, metrics: Metrics) -> None:
     """The generic half of "a late report never moves a job backwards": the feature says
     which report is stale (its stage machine knows), the layer never applies it."""
     got: list[int] = []
@@ -185,3 +183,37 @@ def test_a_stale_report_is_skipped_and_counted(
     )
     wait_until(lambda: len(got) == 3, what="the others applied")
     assert got == [5, 6, 7]
+
+
+def test_held_reports_are_bounded_in_bytes_over_all_nodes() -> None:
+    """Made-up node names must not multiply the per-node bound."""
+    pending = PendingReports(per_node=100, grace=30.0, now=FakeClock().now, max_bytes=100)
+
+    def msg(node: str) -> UpstreamMessage:
+        return UpstreamMessage(node, "dataset", "ns", "d", "status", {}, size=60)
+
+    assert pending.hold(msg("a"))[0]
+    assert not pending.hold(msg("b"))[0]
+    assert pending.drop_node("a") and pending.hold(msg("b"))[0]
+
+
+def test_queued_reports_are_bounded_in_bytes(metrics: Metrics) -> None:
+    from sedna.runtime.messaging import UpstreamRegistry
+    from sedna.runtime.messaging.upstream import Dispatch, UpstreamDispatcher
+
+    release = threading.Event()
+    registry = UpstreamRegistry()
+    registry.register("dataset", lambda m: release.wait(5))
+    dispatcher = UpstreamDispatcher(registry, metrics, max_bytes=100)
+    try:
+        outcomes = [
+            dispatcher.dispatch(
+                UpstreamMessage(f"n{i}", "dataset", "ns", f"d{i}", "status", size=40)
+            )
+            for i in range(5)
+        ]
+        # one in the handler, two waiting (80 bytes), the rest refused
+        assert outcomes.count(Dispatch.BACKLOG_FULL) >= 2
+    finally:
+        release.set()
+        dispatcher.stop()

@@ -82,10 +82,19 @@ class _Held:
 class PendingReports:
     """Reports waiting for their route, bounded per node and in time."""
 
-    def __init__(self, per_node: int, grace: float, now: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        per_node: int,
+        grace: float,
+        now: Callable[[], float],
+        *,
+        max_bytes: int = 16 * 1024 * 1024,
+    ) -> None:
         self._per_node = per_node
         self._grace = grace
         self._now = now
+        self._max_bytes = max_bytes
+        self._bytes = 0  # over every node: made-up node names must not multiply the bound
         self._lock = threading.Lock()
         self._held: dict[str, deque[_Held]] = {}
 
@@ -97,9 +106,19 @@ class PendingReports:
             q = self._held.setdefault(msg.node_name, deque())
             expired = self._expire_locked(q)
             while len(q) >= self._per_node:
-                expired.append(q.popleft().msg)
+                expired.append(self._pop_locked(q))
+            if self._bytes + msg.size > self._max_bytes:
+                if not q:
+                    del self._held[msg.node_name]
+                return False, expired
             q.append(_Held(msg, self._now() + self._grace))
+            self._bytes += msg.size
             return True, expired
+
+    def _pop_locked(self, q: deque[_Held]) -> UpstreamMessage:
+        msg = q.popleft().msg
+        self._bytes -= msg.size
+        return msg
 
     def release(
         self, node: str, key: RouteKey
@@ -115,6 +134,7 @@ class PendingReports:
                 kept = deque(h for h in q if all(h is not r for r in ready))
                 self._held[node] = kept
                 q = kept
+                self._bytes -= sum(h.msg.size for h in ready)
             if not q:
                 del self._held[node]
             return [h.msg for h in ready], expired
@@ -122,6 +142,8 @@ class PendingReports:
     def drop_node(self, node: str) -> list[UpstreamMessage]:
         with self._lock:
             q = self._held.pop(node, None)
+            if q:
+                self._bytes -= sum(h.msg.size for h in q)
         return [h.msg for h in q] if q else []
 
     def expire(self) -> list[UpstreamMessage]:
@@ -138,7 +160,7 @@ class PendingReports:
         now = self._now()
         out: list[UpstreamMessage] = []
         while q and q[0].until <= now:
-            out.append(q.popleft().msg)
+            out.append(self._pop_locked(q))
         return out
 
     def __len__(self) -> int:

@@ -228,6 +228,7 @@ class MessageLayer:
             metrics,
             backlog=upstream_backlog,
             per_node=settings.maxReportsPerNode,
+            max_bytes=settings.maxReportBytes,
             workers_per_kind=upstream_workers_per_kind,
             clock=self._clock,
         )
@@ -237,6 +238,7 @@ class MessageLayer:
             settings.maxUnroutedReportsPerNode,
             settings.unroutedReportGraceSeconds,
             self._clock.now,
+            max_bytes=settings.maxUnroutedReportBytes,
         )
         self._lock = threading.Lock()
         # names of the cluster's Nodes, once watch_nodes hooks an informer up (None before)
@@ -975,6 +977,7 @@ class MessageLayer:
             operation=header.operation,
             content=content,
             received_at=self._clock.wall().timestamp(),
+            size=size,
         )
         if self._authorize and not self.routes.allows(
             key_of(header.kind, header.namespace, header.name), node

@@ -16,7 +16,8 @@ namespace/name, so the reports for one object are handled in the order they came
 Each worker keeps one queue per node and takes from them in turn, so one node's flood
 waits behind itself only. A node's queue holds at most `per_node` reports: beyond
 that its oldest is dropped and counted (lc_reports_dropped); the whole kind holds at
-most `backlog`, beyond which new reports are refused (lc_messages_rejected).
+most `backlog` reports and `max_bytes` of them, beyond which new reports are refused
+(lc_messages_rejected).
 
 A kind's staleness hook (`UpstreamRegistry.register(..., stale=...)`) is asked right
 before the handler: a report older than what the object records is skipped and
@@ -45,6 +46,7 @@ from sedna.runtime.upstream import (
 
 DEFAULT_BACKLOG = 10_000
 DEFAULT_PER_NODE = 1_000
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 
 
 class Dispatch(enum.Enum):
@@ -58,9 +60,11 @@ class Dispatch(enum.Enum):
 class _FairQueue:
     """Per-node FIFOs served round-robin; bounded per node (drop oldest) and in total."""
 
-    def __init__(self, per_node: int, total: int) -> None:
+    def __init__(self, per_node: int, total: int, max_bytes: int) -> None:
         self._per_node = max(1, per_node)
         self._total = max(1, total)
+        self._max_bytes = max(1, max_bytes)
+        self._bytes = 0
         self._cond = threading.Condition()
         self._nodes: dict[str, deque[UpstreamMessage]] = {}
         self._ring: deque[str] = deque()  # nodes with waiting reports, in serving order
@@ -77,13 +81,15 @@ class _FairQueue:
             if q is not None and len(q) >= self._per_node:
                 dropped = q.popleft()
                 self._size -= 1
-            elif self._size >= self._total:
+                self._bytes -= dropped.size
+            elif self._size >= self._total or self._bytes + msg.size > self._max_bytes:
                 return False, None
             if q is None:
                 q = self._nodes[msg.node_name] = deque()
                 self._ring.append(msg.node_name)
             q.append(msg)
             self._size += 1
+            self._bytes += msg.size
             self._cond.notify()
             return True, dropped
 
@@ -98,6 +104,7 @@ class _FairQueue:
             q = self._nodes[node]
             msg = q.popleft()
             self._size -= 1
+            self._bytes -= msg.size
             if q:
                 self._ring.append(node)
             else:
@@ -125,6 +132,7 @@ class _KindWorkers:
         workers: int,
         backlog: int,
         per_node: int,
+        max_bytes: int,
         metrics: Metrics,
         clock: Clock,
         stop: threading.Event,
@@ -139,7 +147,10 @@ class _KindWorkers:
         self._retried = metrics.lc_reports_retried.labels(kind=kind)
         self._dropped = metrics.lc_reports_dropped.labels(kind=kind)
         self._stale = metrics.lc_reports_stale.labels(kind=kind)
-        self.queues = [_FairQueue(per_node, max(1, backlog // workers)) for _ in range(workers)]
+        self.queues = [
+            _FairQueue(per_node, max(1, backlog // workers), max(1, max_bytes // workers))
+            for _ in range(workers)
+        ]
         self.threads = [
             threading.Thread(target=self._run, args=(q,), name=f"upstream-{kind}-{i}", daemon=True)
             for i, q in enumerate(self.queues)
@@ -252,6 +263,7 @@ class UpstreamDispatcher:
         *,
         backlog: int = DEFAULT_BACKLOG,
         per_node: int = DEFAULT_PER_NODE,
+        max_bytes: int = DEFAULT_MAX_BYTES,
         workers_per_kind: int = 1,
         clock: Clock | None = None,
     ) -> None:
@@ -261,6 +273,7 @@ class UpstreamDispatcher:
         self._metrics = metrics
         self._backlog = backlog
         self._per_node = per_node
+        self._max_bytes = max_bytes
         self._workers = workers_per_kind
         self._clock: Clock = clock if clock is not None else RealClock()
         self._lock = threading.Lock()
@@ -290,6 +303,7 @@ class UpstreamDispatcher:
                         self._workers,
                         self._backlog,
                         self._per_node,
+                        self._max_bytes,
                         self._metrics,
                         self._clock,
                         self._stop_event,
