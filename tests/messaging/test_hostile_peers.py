@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import threading
 
 import pytest
@@ -133,3 +134,15 @@ def test_connections_beyond_the_cap_are_refused(make_layer: LayerFactory, metric
         FakeLC(layer.port, "c")
     assert exc.value.response.status_code == 503
     assert sample(metrics, "lc_messages_rejected_total", reason="too_many_connections") == 1
+
+
+def test_a_handshake_that_never_ends_is_cut(make_layer: LayerFactory) -> None:
+    layer = make_layer(handshakeTimeoutSeconds=0.5)
+    with socket.create_connection(("127.0.0.1", layer.port), timeout=10) as raw:
+        raw.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # never the blank line
+        raw.settimeout(10)
+        try:
+            data = raw.recv(100)
+        except ConnectionResetError:
+            data = b""
+        assert data == b"" or data.startswith(b"HTTP/1.1 4")  # closed, well before 10 s
