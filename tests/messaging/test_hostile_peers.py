@@ -10,6 +10,7 @@ import base64
 import json
 import socket
 import threading
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -60,6 +61,10 @@ def test_a_deeply_nested_frame_is_a_counted_rejection(
     wait_until(lambda: len(got) == 1, what="the connection goes on")
 
 
+def _lists_of(kids: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(kids, max_size=3)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.one_of(
@@ -75,11 +80,7 @@ def test_a_deeply_nested_frame_is_a_counted_rejection(
             st.text(max_size=10),
             st.text(max_size=10),
             st.sampled_from(["status", "insert", ""]),
-            st.recursive(
-                st.integers() | st.text(max_size=5),
-                lambda k: st.lists(k, max_size=3),
-                max_leaves=10,
-            ),
+            st.recursive(st.integers() | st.text(max_size=5), _lists_of, max_leaves=10),
         ),
     )
 )
