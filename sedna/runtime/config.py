@@ -44,7 +44,7 @@ class WebsocketConfig(_Section):
     # Sedna's Go LC sends no token; "none" keeps it working but must be chosen explicitly.
     # "node": a token per node, in Secret <nodeTokenNamespace>/sedna-lc-token-<node>
     # (`sedna-gm token create NODE`); "token": one shared token (compatibility mode)
-    auth: Literal["node", "token", "none"] = "token"
+    auth: Literal["node", "token", "none"] = "node"
     tokenFile: str = ""
     tokenSecret: str = ""  # "namespace/name", key "token"
     nodeTokenNamespace: str = "sedna"

@@ -30,7 +30,8 @@ EXAMPLE = PROJECT / "examples" / "incremental-learning"
 def _config(state: Path, **embedded: object) -> GMConfig:
     section = {"enabled": True, "port": 0, "stateDir": str(state), "apply": [str(EXAMPLE)]}
     section.update(embedded)
-    return GMConfig.model_validate({"embedded": section})
+    # the shared-token mode (explicit since auth: node is the default) keeps lc-token
+    return GMConfig.model_validate({"embedded": section, "websocket": {"auth": "token"}})
 
 
 @pytest.fixture()

@@ -21,13 +21,21 @@ TOKEN = "Zq8vLr2mXw9TnB4kYp6s"
 @pytest.fixture()
 def debug_log() -> Iterator[io.StringIO]:
     out = io.StringIO()
+    root = logging.getLogger()
+    saved_handlers, saved_level = list(root.handlers), root.level
+    libraries = ("urllib3", "kubernetes", "websockets", "aiohttp", "asyncio")
+    saved_levels = {name: logging.getLogger(name).level for name in libraries}
     configure_logging("DEBUG", stream=out)
     try:
         yield out
-    finally:
+    finally:  # the process's logging as it was, for the tests that follow
         logger.remove()
         logger.configure(patcher=lambda record: None)
         logger.add(sys.stderr)
+        root.handlers[:] = saved_handlers
+        root.setLevel(saved_level)
+        for name, level in saved_levels.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def test_handshake_headers_and_our_lines_are_redacted(debug_log: io.StringIO) -> None:
