@@ -184,3 +184,16 @@ def test_state_db_and_its_wal_are_private(tmp_path: Path) -> None:
 def test_loopback_detection() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.1")
+
+
+def test_a_non_loopback_address_is_warned_about() -> None:
+    from loguru import logger
+
+    lines: list[str] = []
+    sink = logger.add(lambda m: lines.append(str(m)), level="WARNING")
+    try:
+        APIServer("0.0.0.0").stop()  # never started: nothing binds
+        APIServer("127.0.0.1").stop()
+    finally:
+        logger.remove(sink)
+    assert len(lines) == 1 and "0.0.0.0, not a loopback address" in lines[0]

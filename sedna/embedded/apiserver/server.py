@@ -90,6 +90,12 @@ class APIServer:
         pki_dir: Path | None = None,
     ) -> None:
         self.host = host
+        if not is_loopback(host):
+            logger.warning(
+                "embedded apiserver listens on {}, not a loopback address: anyone who can "
+                "reach it and holds its token can read every Secret",
+                host,
+            )
         # the certificate's directory (a private temporary one when not given)
         self._own_pki: tempfile.TemporaryDirectory[str] | None = None
         if pki_dir is None:
@@ -184,12 +190,6 @@ class APIServer:
             raise errors[0]
 
     async def _serve(self) -> None:
-        if not is_loopback(self.host):
-            logger.warning(
-                "embedded apiserver listens on {}, not a loopback address: anyone who can "
-                "reach it and holds its token can read every Secret",
-                self.host,
-            )
         app = web.Application(
             client_max_size=MAX_BODY_BYTES,
             handler_args={"max_field_size": 65536, "keepalive_timeout": self.idle_timeout},
