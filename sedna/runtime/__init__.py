@@ -96,6 +96,7 @@ _EXPORTS: dict[str, str] = {
     "UpstreamMessage": "sedna.runtime.upstream",
     "UpstreamRegistry": "sedna.runtime.upstream",
     "UpstreamHandler": "sedna.runtime.upstream",
+    "StalenessHook": "sedna.runtime.upstream",
     # events, metrics
     "EventRecorder": "sedna.runtime.events",
     "LeaderElector": "sedna.runtime.leader",
@@ -155,6 +156,7 @@ __all__ = [
     "RuntimeContainer",
     "SharedInformer",
     "SharedInformerFactory",
+    "StalenessHook",
     "UpstreamHandler",
     "UpstreamMessage",
     "UpstreamRegistry",
@@ -250,7 +252,12 @@ if TYPE_CHECKING:
         FeatureOptionsError,
         hookimpl,
     )
-    from sedna.runtime.upstream import UpstreamHandler, UpstreamMessage, UpstreamRegistry
+    from sedna.runtime.upstream import (
+        StalenessHook,
+        UpstreamHandler,
+        UpstreamMessage,
+        UpstreamRegistry,
+    )
     from sedna.runtime.workers import (
         EVAL_POD_TYPE,
         INFERENCE_POD_TYPE,
