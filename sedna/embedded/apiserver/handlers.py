@@ -552,7 +552,9 @@ async def _body(request: web.Request) -> Any:
         return bodies.load_json(raw)
     except orjson.JSONDecodeError:
         if "yaml" in ctype:
-            return bodies.check_depth(bodies.load_yaml(raw))
+            # pure-Python parsing (to refuse aliases) takes a while for MBs: off the loop
+            loop = asyncio.get_running_loop()
+            return bodies.check_depth(await loop.run_in_executor(None, bodies.load_yaml, raw))
         raise errors.bad_request(
             "the body of the request was in an unknown format - invalid JSON"
         ) from None
