@@ -17,7 +17,14 @@ from sedna.runtime.clock import Clock, RealClock
 from sedna.runtime.config import GMConfig
 from sedna.runtime.events import EventRecorder
 from sedna.runtime.informers import SharedInformerFactory
-from sedna.runtime.kube import NODES, SECRETS, KubeClient, NotFound, api_client_from_config
+from sedna.runtime.kube import (
+    GM_USER_AGENT,
+    NODES,
+    SECRETS,
+    KubeClient,
+    NotFound,
+    api_client_from_config,
+)
 from sedna.runtime.messaging import MessageLayer, file_token_provider, secret_token_provider
 from sedna.runtime.messaging.auth import NodeTokenProvider, node_token_provider
 from sedna.runtime.metrics import Metrics
@@ -123,7 +130,7 @@ class RuntimeContainer(containers.DeclarativeContainer):
     clock = providers.Singleton(RealClock)
     metrics = providers.Singleton(Metrics)
     api_client = providers.Singleton(_api_client, config)
-    kube = providers.Singleton(KubeClient, api_client)
+    kube = providers.Singleton(KubeClient, api_client, user_agent=GM_USER_AGENT)
     informers = providers.Singleton(
         SharedInformerFactory,
         kube,

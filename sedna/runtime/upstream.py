@@ -88,10 +88,20 @@ class UpstreamRegistry:
         self._lock = threading.Lock()
         self._handlers: dict[str, UpstreamHandler] = {}
         self._stale: dict[str, StalenessHook] = {}
+        self._node_checked: set[str] = set()
 
     def register(
-        self, kind: str, handler: UpstreamHandler, *, stale: StalenessHook | None = None
+        self,
+        kind: str,
+        handler: UpstreamHandler,
+        *,
+        stale: StalenessHook | None = None,
+        node_checked: bool = False,
     ) -> None:
+        """`node_checked`: the handler itself authorizes the reporting node (the workers of
+        owned workloads are placed by the scheduler, not routed: their handler checks that
+        a worker of the object is bound to that node), so the message layer's routing
+        check does not apply to this kind."""
         key = kind.lower()
         with self._lock:
             if key in self._handlers:
@@ -101,6 +111,11 @@ class UpstreamRegistry:
             self._handlers[key] = handler
             if stale is not None:
                 self._stale[key] = stale
+            if node_checked:
+                self._node_checked.add(key)
+
+    def node_checked(self, kind: str) -> bool:
+        return kind.lower() in self._node_checked
 
     def handler_for(self, kind: str) -> UpstreamHandler | None:
         return self._handlers.get(kind.lower())

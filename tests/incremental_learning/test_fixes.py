@@ -219,9 +219,14 @@ def test_6_missing_dataset_is_reported_and_job_wakes_when_it_appears(
     lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
     msg = api.wait_event("MissingDataset")
     assert f"Dataset {api.ns}/incremental-dataset" in msg
+    # (the Waiting condition before it names the missing Dataset too, see test_missing_*)
     ready = wait_until(
-        lambda: (c := api.conditions()[-1]).get("reason") == "MissingDataset" and c,
-        what="condition naming the missing Dataset",
+        lambda: (
+            (c := api.conditions()[-1]).get("reason") == "MissingDataset"
+            and c.get("type") == "Ready"
+            and c
+        ),
+        what="Ready condition naming the missing Dataset",
     )
     assert ready["type"] == "Ready" and "incremental-dataset" in ready["message"]
     _idle(gm)

@@ -17,7 +17,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sedna.runtime import MODEL_HOT_UPDATE_ANNOTATION_KEY, attach_credential
+from sedna.runtime import (
+    DELETE,
+    INSERT,
+    MODEL_HOT_UPDATE_ANNOTATION_KEY,
+    STAGE_ANNOTATION_PREFIX,
+    EdgeMessage,
+    attach_credential,
+    stage_node,
+)
 
 from .conditions import (
     COMPLETED,
@@ -31,27 +39,12 @@ from .conditions import (
 )
 from .spec import KIND
 
-INSERT = "insert"
-DELETE = "delete"
-ANNOTATION_PREFIX = "sedna.io/"
+ANNOTATION_PREFIX = STAGE_ANNOTATION_PREFIX
+
+__all__ = ["ANNOTATION_PREFIX", "DELETE", "INSERT", "EdgeMessage", "Getter", "Lookups", "plan"]
 
 Getter = Callable[[str, str], Mapping[str, Any] | None]
 """get(namespace, name) -> object or None."""
-
-
-@dataclass(frozen=True)
-class EdgeMessage:
-    node: str
-    operation: str
-    obj: dict[str, Any]
-
-    @property
-    def kind(self) -> str:
-        return str(self.obj.get("kind", ""))
-
-    @property
-    def name(self) -> str:
-        return str((self.obj.get("metadata") or {}).get("name", ""))
 
 
 @dataclass(frozen=True)
@@ -60,11 +53,6 @@ class Lookups:
     model: Getter
     secret: Getter
     warn: Callable[[str], None]
-
-
-def stage_node(job: Mapping[str, Any], stage: str) -> str:
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
-    return str(annotations.get(ANNOTATION_PREFIX + stage) or "")
 
 
 def _mapping(value: object) -> Mapping[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sedna.runtime import (
+    ApiAccess,
     ControllerContext,
     Feature,
     FeatureController,
@@ -22,6 +23,15 @@ from sedna.runtime import (
 
 FEATURE_NAME = "incremental_learning"
 KINDS = ("IncrementalLearningJob",)
+
+# What the controller calls (the runtime core's Events and Node watch are its own).
+ACCESS = (
+    ApiAccess("sedna.io", ["incrementallearningjobs"], ["get", "list", "watch", "patch"]),
+    ApiAccess("sedna.io", ["incrementallearningjobs/status"], ["update"]),
+    ApiAccess("sedna.io", ["models", "datasets"], ["get", "list", "watch"]),
+    ApiAccess("", ["pods"], ["get", "list", "watch", "create", "delete", "patch"]),
+    ApiAccess("", ["secrets"], ["get"]),
+)
 
 
 class Options(BaseModel):
@@ -83,5 +93,6 @@ def sedna_features() -> Sequence[Feature]:
             factory=_build,
             validate_options=validate_options,
             description="Sedna's IncrementalLearningJob: train, eval, deploy cycles",
+            access=ACCESS,
         )
     ]

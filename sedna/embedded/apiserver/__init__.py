@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from .errors import APIError
 from .faults import FaultInjector
+from .requests import PROCESS_REQUESTS, ApiCall, RequestRecorder
 from .server import APIServer
 
-__all__ = ["APIError", "APIServer", "FaultInjector"]
+__all__ = [
+    "PROCESS_REQUESTS",
+    "APIError",
+    "APIServer",
+    "ApiCall",
+    "FaultInjector",
+    "RequestRecorder",
+]

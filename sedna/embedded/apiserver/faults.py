@@ -22,6 +22,7 @@ class FailureRule:
     resources: frozenset[str] = frozenset()
     remaining: int | None = None
     seen: int = 0
+    after_commit: bool = False
 
     def matches(self, verb: str, resource: str) -> bool:
         """Whether this rule applies to the request at all."""
@@ -40,8 +41,6 @@ class FaultInjector:
     """
 
     rules: list[FailureRule] = field(default_factory=list)
-    # writes that are done but answered with an error: the answer is "lost"
-    lost: list[FailureRule] = field(default_factory=list)
     latency: float = 0.0
     latency_verbs: frozenset[str] = frozenset()
     watch_close_after: int | None = None
@@ -60,11 +59,15 @@ class FaultInjector:
         verbs: tuple[str, ...] | list[str] | set[str] = (),
         resources: tuple[str, ...] | list[str] | set[str] = (),
         count: int | None = None,
+        after_commit: bool = False,
     ) -> FailureRule:
         """Fail matching requests with ``code`` (500, 429, 409, ...).
 
         ``probability`` fails a random share, ``every=N`` the N-th, 2N-th ...; with neither,
         every match fails. ``count`` limits how many failures this rule injects.
+        ``after_commit`` does the write first and then answers with the error, as
+        kube-apiserver's 504 after a slow but successful etcd write: the client cannot
+        tell whether its create happened.
         """
         rule = FailureRule(
             code=code,
@@ -73,6 +76,7 @@ class FaultInjector:
             verbs=frozenset(verbs),
             resources=frozenset(resources),
             remaining=count,
+            after_commit=after_commit,
         )
         with self._lock:
             self.rules.append(rule)
@@ -88,19 +92,17 @@ class FaultInjector:
         resources: tuple[str, ...] | list[str] | set[str] = (),
         count: int | None = None,
     ) -> FailureRule:
-        """Carry out matching requests but answer ``code``, as a proxy timing out would:
-        the client cannot tell a write that landed from one that did not."""
-        rule = FailureRule(
-            code=code,
+        """`fail(..., after_commit=True)`: carry out matching requests but answer ``code``,
+        as a proxy timing out would."""
+        return self.fail(
+            code,
             probability=probability,
             every=every,
-            verbs=frozenset(verbs),
-            resources=frozenset(resources),
-            remaining=count,
+            verbs=verbs,
+            resources=resources,
+            count=count,
+            after_commit=True,
         )
-        with self._lock:
-            self.lost.append(rule)
-        return rule
 
     def add_latency(self, seconds: float, verbs: tuple[str, ...] = ()) -> None:
         """Delay every (matching) request by ``seconds``."""
@@ -124,7 +126,6 @@ class FaultInjector:
         """Back to a well-behaved server."""
         with self._lock:
             self.rules.clear()
-            self.lost.clear()
             self.latency = 0.0
             self.latency_verbs = frozenset()
             self.watch_close_after = None
@@ -132,19 +133,15 @@ class FaultInjector:
             self.compact_requested = False
 
     # ---- server side ---------------------------------------------------------------
-    def check(self, verb: str, resource: str) -> int | None:
-        """The error code to inject for this request, if any."""
-        return self._match(self.rules, verb, resource)
-
-    def check_lost(self, verb: str, resource: str) -> int | None:
-        """The error code to answer after carrying out this request, if any."""
-        return self._match(self.lost, verb, resource)
-
-    def _match(self, rules: list[FailureRule], verb: str, resource: str) -> int | None:
-        if not rules:
+    def check(self, verb: str, resource: str, *, after_commit: bool = False) -> int | None:
+        """The error code to inject for this request, if any (before the operation, or
+        with ``after_commit`` after it)."""
+        if not self.rules:
             return None
         with self._lock:
-            for rule in rules:
+            for rule in self.rules:
+                if rule.after_commit != after_commit:
+                    continue
                 if not rule.matches(verb, resource) and not rule.matches(
                     verb, resource.split("/")[0]
                 ):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -42,8 +41,6 @@ from .resources import CRD_KEY, POD_KEY, ResourceType
 from .selectors import combine, parse_field_selector, parse_label_selector
 from .watch import Watcher, translate
 
-# per request (each runs in its own task): a fault that answers an error after the write
-_LOST_ANSWER: contextvars.ContextVar[int | None] = contextvars.ContextVar("lost", default=None)
 # kube-apiserver answers these to anyone (system:public-info-viewer): probes carry no token.
 PUBLIC_PATHS = frozenset(("/healthz", "/livez", "/readyz", "/version"))
 
@@ -60,6 +57,16 @@ def _json(body: Any, status: int = 200) -> web.Response:
 
 def _error(err: APIError) -> web.Response:
     return _json(err.status(), err.code)
+
+
+_FAULT_REASONS = {
+    409: "Conflict",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+    404: "NotFound",
+}
 
 
 class Handlers:
@@ -89,12 +96,7 @@ class Handlers:
                 request.headers.get("Authorization")
             ):
                 raise APIError(401, "Unauthorized", "Unauthorized")
-            _LOST_ANSWER.set(None)
-            response = await self._handle(request)
-            lost = _LOST_ANSWER.get()
-            if lost is not None:  # fault injection: done, but the answer is lost
-                return _error(APIError(lost, "Timeout", "the answer was lost (injected)"))
-            return response
+            return await self._handle(request)
         except APIError as err:
             return _error(err)
         except (ConnectionResetError, asyncio.CancelledError):
@@ -214,7 +216,9 @@ class Handlers:
                 "MethodNotAllowed",
                 "the server does not allow this method on the requested resource",
             )
-        await self._faults(verb, plural if sub is None else f"{plural}/{sub}")
+        resource = plural if sub is None else f"{plural}/{sub}"
+        self.srv.requests.record(request.headers.get("User-Agent", ""), verb, group, resource, ns)
+        await self._faults(verb, resource)
         target: Target | None = None
         if verb in ("get", "list", "watch"):
             target = negotiation.negotiate(request.headers.get("Accept", ""))
@@ -245,7 +249,9 @@ class Handlers:
             if rt.namespaced and ns is None:
                 raise _page_not_found()
             body = await _body(request)
-            return _json(self.ops.create(rt, ns, body), 201)
+            created = self.ops.create(rt, ns, body)
+            self._faults_after_commit(verb, resource)
+            return _json(created, 201)
         if rt.namespaced and ns is None:
             raise _page_not_found()
         if verb == "deletecollection":
@@ -258,11 +264,16 @@ class Handlers:
             )
         if verb == "update":
             body = await _body(request)
-            return _json(self.ops.update(rt, ns, name, body, sub))
+            updated = self.ops.update(rt, ns, name, body, sub)
+            self._faults_after_commit(verb, resource)
+            return _json(updated)
         if verb == "patch":
-            return _json(await self._patch(request, rt, ns, name, sub))
+            patched = await self._patch(request, rt, ns, name, sub)
+            self._faults_after_commit(verb, resource)
+            return _json(patched)
         opts = await _delete_options(request)
         code, out = self.ops.delete(rt, ns, name, opts)
+        self._faults_after_commit(verb, resource)
         return _json(out, code)
 
     def _read(
@@ -293,6 +304,14 @@ class Handlers:
             body=orjson.dumps(body), headers={"Content-Type": tables.content_type(version)}
         )
 
+    def _faults_after_commit(self, verb: str, resource: str) -> None:
+        """An error for a write that has happened (see ``FaultInjector.fail``)."""
+        code = self.faults.check(verb, resource, after_commit=True)
+        if code is not None:
+            reason = _FAULT_REASONS.get(code, "InternalError")
+            message = f"injected fault after commit: {reason} ({verb} {resource})"
+            raise APIError(code, reason, message)
+
     async def _faults(self, verb: str, resource: str) -> None:
         f = self.faults
         if f.compact_requested:
@@ -301,19 +320,9 @@ class Handlers:
         delay = f.delay_for(verb)
         if delay:
             await asyncio.sleep(delay)
-        lost = f.check_lost(verb, resource)
-        if lost is not None:
-            _LOST_ANSWER.set(lost)
         code = f.check(verb, resource)
         if code is not None:
-            reason = {
-                409: "Conflict",
-                429: "TooManyRequests",
-                500: "InternalError",
-                503: "ServiceUnavailable",
-                504: "Timeout",
-                404: "NotFound",
-            }.get(code, "InternalError")
+            reason = _FAULT_REASONS.get(code, "InternalError")
             raise APIError(code, reason, f"injected fault: {reason} ({verb} {resource})")
 
     async def _patch(

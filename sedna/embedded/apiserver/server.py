@@ -30,6 +30,7 @@ from .gc import GarbageCollector
 from .handlers import Handlers
 from .operations import Operations
 from .persistence import SQLitePersister
+from .requests import PROCESS_REQUESTS, RequestRecorder
 from .resources import CRD_KEY, Registry
 from .store import Store
 from .tls import make_server_cert
@@ -111,6 +112,8 @@ class APIServer:
         self.pod_logs = pod_logs
         self._port = port
         self.faults = FaultInjector()
+        # every distinct call by user agent (the RBAC tests compare the GM's with its RBAC)
+        self.requests = RequestRecorder(also=PROCESS_REQUESTS)
         self.registry = Registry()
         self.hub = WatchHub(history, history_bytes)
         self.persister = SQLitePersister(db_path) if db_path is not None else None

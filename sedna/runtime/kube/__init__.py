@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from .client import DEFAULT_POOL_SIZE, KubeClient, PatchType, ResourceClient, ensure_pool_size
+from .client import (
+    DEFAULT_POOL_SIZE,
+    GM_USER_AGENT,
+    KubeClient,
+    PatchType,
+    ResourceClient,
+    ensure_pool_size,
+)
 from .config import KubeConfigError, api_client_for_url, api_client_from_config
 from .errors import (
     AlreadyExists,
@@ -60,6 +67,7 @@ __all__ = [
     "EVENTS",
     "FEATURE_EXTRACTION_SERVICES",
     "FEDERATED_LEARNING_JOBS",
+    "GM_USER_AGENT",
     "HPAS",
     "INCREMENTAL_LEARNING_JOBS",
     "JOINT_INFERENCE_SERVICES",

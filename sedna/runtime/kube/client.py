@@ -24,7 +24,14 @@ from .metadata import LIST_ACCEPT, OBJECT_ACCEPT, as_partial, as_partial_list
 from .resources import Resource
 from .watch import WatchStream
 
-__all__ = ["DEFAULT_POOL_SIZE", "KubeClient", "PatchType", "ResourceClient", "ensure_pool_size"]
+__all__ = [
+    "DEFAULT_POOL_SIZE",
+    "GM_USER_AGENT",
+    "KubeClient",
+    "PatchType",
+    "ResourceClient",
+    "ensure_pool_size",
+]
 
 PatchType = Literal["merge", "json", "strategic"]
 
@@ -40,6 +47,20 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
 DEFAULT_POOL_SIZE = 32
 
 Timeout = float | tuple[float, float]
+
+
+def _gm_user_agent() -> str:
+    try:
+        from importlib import metadata
+
+        return "sedna-gm/" + metadata.version("sedna-gm")
+    except Exception:  # not installed (a source tree on sys.path)
+        return "sedna-gm/0.0.0+unknown"
+
+
+GM_USER_AGENT = _gm_user_agent()
+"""The User-Agent of the GM's own requests, so audit logs (and the tests' RBAC check)
+tell them from other clients'."""
 
 
 def ensure_pool_size(api_client: kubernetes.client.ApiClient, size: int) -> None:
@@ -65,9 +86,12 @@ class KubeClient:
         *,
         request_timeout: Timeout = (10.0, 60.0),
         pool_size: int | None = DEFAULT_POOL_SIZE,
+        user_agent: str | None = None,
     ) -> None:
         self.api_client = api_client
         self.request_timeout = request_timeout
+        if user_agent:
+            api_client.user_agent = user_agent
         if pool_size:
             ensure_pool_size(api_client, pool_size)
         self._auth = ["BearerToken"]

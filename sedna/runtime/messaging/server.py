@@ -979,8 +979,10 @@ class MessageLayer:
             received_at=self._clock.wall().timestamp(),
             size=size,
         )
-        if self._authorize and not self.routes.allows(
-            key_of(header.kind, header.namespace, header.name), node
+        if (
+            self._authorize
+            and not self.upstream.node_checked(header.kind)
+            and not self.routes.allows(key_of(header.kind, header.namespace, header.name), node)
         ):
             held, expired = self._pending.hold(msg)
             self._reject_unrouted(expired)

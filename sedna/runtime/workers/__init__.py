@@ -7,6 +7,7 @@ unchanged, with the Go GM's silent failures turned into :class:`WorkerError`.
 
 from __future__ import annotations
 
+from sedna.runtime.workers.creations import CreatedPod, PodCreations, answer_lost, read_owned_pods
 from sedna.runtime.workers.credentials import CredentialInjection, s3_secret_envs
 from sedna.runtime.workers.deployments import APP_LABEL_KEY
 from sedna.runtime.workers.errors import WorkerError
@@ -61,17 +62,20 @@ __all__ = [
     "MODEL_HOT_UPDATE_CONTAINER_PREFIX",
     "MODEL_HOT_UPDATE_HOST_PREFIX",
     "TRAIN_POD_TYPE",
+    "CreatedPod",
     "CredentialInjection",
     "JobRef",
     "ModelHotUpdate",
     "MountURL",
     "PodAdjuster",
+    "PodCreations",
     "WorkerError",
     "WorkerMount",
     "WorkerParam",
     "WorkerRuntime",
     "active_deployment_count",
     "active_pod_count",
+    "answer_lost",
     "backoff_for",
     "backoff_for_requeues",
     "controller_owner_reference",
@@ -83,6 +87,7 @@ __all__ = [
     "label_selector_string",
     "model_hot_update_config_file",
     "node_ip",
+    "read_owned_pods",
     "s3_secret_envs",
     "worker_selector",
 ]

@@ -8,10 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sedna.runtime import ControllerContext, Feature, FeatureController, hookimpl
+from sedna.runtime import ApiAccess, ControllerContext, Feature, FeatureController, hookimpl
 
 FEATURE_NAME = "dataset"
 KINDS = ("Dataset",)
+
+# What the controller calls (the runtime core's Events and Node watch are its own).
+ACCESS = (
+    ApiAccess("sedna.io", ["datasets"], ["get", "list", "watch"]),
+    ApiAccess("sedna.io", ["datasets/status"], ["update"]),
+    ApiAccess("", ["secrets"], ["get"]),
+)
 
 
 def _build(ctx: ControllerContext) -> FeatureController:
@@ -30,5 +37,6 @@ def sedna_features() -> Sequence[Feature]:
             factory=_build,
             validate_options=None,
             description="Sedna's Dataset: sent to the LC of its node, sample counts reported back",
+            access=ACCESS,
         )
     ]

@@ -1,0 +1,1 @@
+"""Sedna's FederatedLearningJob as a sedna-gm feature plugin."""
