@@ -15,9 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import embedded_server  # bench/: the server every process dials
 import kubernetes
-
-from sedna.embedded.apiserver import APIServer
 
 RESULTS = Path(__file__).resolve().parent / "results" / "apiserver.json"
 
@@ -28,6 +27,7 @@ def _raw(client: kubernetes.client.ApiClient, method: str, path: str, body: Any 
         path,
         header_params={"Content-Type": "application/json", "Accept": "application/json"},
         body=body,
+        auth_settings=["BearerToken"],
     )
     resp = client.call_api(*params)
     data = resp.read()
@@ -48,7 +48,7 @@ def _rate(n: int, fn: Any, threads: int) -> float:
 
 
 def _serve(q: Any, stop: Any) -> None:
-    srv = APIServer()
+    srv = embedded_server.server()
     srv.start()
     q.put(srv.url)
     stop.wait()
@@ -69,7 +69,7 @@ def main() -> None:
 
     stop_ev = mp.Event()
     if args.same_process:
-        srv = APIServer()
+        srv = embedded_server.server()
         srv.start()
         url = srv.url
     else:
@@ -77,8 +77,7 @@ def main() -> None:
         proc = mp.Process(target=_serve, args=(q, stop_ev), daemon=True)
         proc.start()
         url = q.get(timeout=30)
-    cfg = kubernetes.client.Configuration()
-    cfg.host = url
+    cfg = embedded_server.configuration(url)
     cfg.connection_pool_maxsize = max(4, args.threads)
     client = kubernetes.client.ApiClient(cfg)
     ns = "bench"
@@ -104,13 +103,13 @@ def main() -> None:
     )
 
     # watch delivery: one watcher, a writer creating secrets; time until the last event is read
-    wcfg = kubernetes.client.Configuration()
-    wcfg.host = url
+    wcfg = embedded_server.configuration(url)
     wclient = kubernetes.client.ApiClient(wcfg)
     params = wclient.param_serialize(
         "GET",
         f"/api/v1/namespaces/{ns}/secrets",
         query_params=[("watch", "true"), ("resourceVersion", _list_rv(client, ns))],
+        auth_settings=["BearerToken"],
     )
     resp = wclient.call_api(*params, _request_timeout=60)
     got = 0

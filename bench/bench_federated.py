@@ -36,15 +36,16 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 import bench_reconcile as R  # noqa: E402  (the shared process and CPU helpers)
+import embedded_server  # noqa: E402  (the HTTPS server every process dials)
 
 RESULTS = BENCH / "results" / "federated.json"
 LABEL = "federatedlearningjob.sedna.io/"
 
 
 def _prepare(url: str, ns: str) -> None:
-    from sedna.runtime.kube import DATASETS, MODELS, NAMESPACES, KubeClient, api_client_for_url
+    from sedna.runtime.kube import DATASETS, MODELS, NAMESPACES, KubeClient
 
-    kube = KubeClient(api_client_for_url(url))
+    kube = KubeClient(embedded_server.client(url))
     kube.resource(NAMESPACES).create(None, {"metadata": {"name": ns}})
     model = R._sample("model_v1alpha1.yaml")
     model["metadata"]["name"] = "surface-defect-detection-model"
@@ -57,9 +58,11 @@ def _prepare(url: str, ns: str) -> None:
 
 
 def _write(url: str, ns: str, n: int, writers: int, done_q: Any) -> None:
-    from sedna.runtime.kube import KubeClient, api_client_for_url, sedna_resource
+    from sedna.runtime.kube import KubeClient, sedna_resource
 
-    client = KubeClient(api_client_for_url(url)).resource(sedna_resource("federatedlearningjobs"))
+    client = KubeClient(embedded_server.client(url)).resource(
+        sedna_resource("federatedlearningjobs")
+    )
     template = R._sample("federatedlearningjob_v1alpha1.yaml")
 
     def work(w: int) -> None:
@@ -90,7 +93,6 @@ def _run_gm(url: str, ns: str, workers: int, ready_q: Any, stop: Any) -> None:
     from sedna.manager import Manager
     from sedna.plugins.loader import discover_plugins
     from sedna.runtime import GMConfig, RuntimeContainer
-    from sedna.runtime.kube import api_client_for_url
 
     features: dict[str, Any] = {
         p.name: {"enabled": False} for p in discover_plugins() if p.name != fl_plugin.FEATURE_NAME
@@ -105,7 +107,7 @@ def _run_gm(url: str, ns: str, workers: int, ready_q: Any, stop: Any) -> None:
         }
     )
     container = RuntimeContainer(config=config)
-    container.api_client.override(providers.Object(api_client_for_url(url)))
+    container.api_client.override(providers.Object(embedded_server.client(url)))
     manager = Manager(
         config, container=container, extra_plugins={fl_plugin.FEATURE_NAME: fl_plugin}
     )
@@ -146,7 +148,7 @@ class _Progress:
 
 
 def _run(ctx: Any, url: str, server_pid: int, args: argparse.Namespace) -> dict[str, Any]:
-    from sedna.runtime.kube import PODS, KubeClient, api_client_for_url, sedna_resource
+    from sedna.runtime.kube import PODS, KubeClient, sedna_resource
 
     ns = f"bench-fl-{int(time.time() * 1000) % 10_000_000}"
     _prepare(url, ns)
@@ -159,7 +161,7 @@ def _run(ctx: Any, url: str, server_pid: int, args: argparse.Namespace) -> dict[
         proc.kill()
         raise SystemExit("the GM did not start") from None
     progress = _Progress(args.jobs)
-    kube = KubeClient(api_client_for_url(url))
+    kube = KubeClient(embedded_server.client(url))
 
     def on_pod(pod: dict[str, Any]) -> None:
         labels = pod["metadata"].get("labels") or {}

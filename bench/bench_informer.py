@@ -32,16 +32,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import embedded_server  # bench/: the server every process dials
+
 RESULTS = Path(__file__).resolve().parent / "results" / "informer.json"
 
 
 def _serve(port_q: Any, stop: Any) -> None:
     from loguru import logger
 
-    from sedna.embedded.apiserver import APIServer
-
     logger.remove()
-    srv = APIServer("127.0.0.1", 0, history=100_000)
+    srv = embedded_server.server(host="127.0.0.1", port=0, history=100_000)
     srv.start()
     port_q.put(srv.url)
     stop.wait()
@@ -49,9 +49,9 @@ def _serve(port_q: Any, stop: Any) -> None:
 
 
 def _write(url: str, ns: str, n: int, writers: int, op: str, done_q: Any) -> None:
-    from sedna.runtime.kube import PODS, KubeClient, api_client_for_url
+    from sedna.runtime.kube import PODS, KubeClient
 
-    client = KubeClient(api_client_for_url(url)).resource(PODS)
+    client = KubeClient(embedded_server.client(url)).resource(PODS)
 
     def work(w: int) -> None:
         for i in range(w, n, writers):
@@ -150,7 +150,7 @@ def main() -> int:
     import kubernetes
 
     from sedna.runtime.informers import InformerOptions, SharedInformerFactory
-    from sedna.runtime.kube import NAMESPACES, PODS, KubeClient, api_client_for_url
+    from sedna.runtime.kube import NAMESPACES, PODS, KubeClient
 
     ctx = mp.get_context("spawn")
     port_q, done_q, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
@@ -159,7 +159,7 @@ def main() -> int:
     url = port_q.get(timeout=60)
     results: dict[str, Any] = {}
     try:
-        api = api_client_for_url(url)
+        api = embedded_server.client(url)
         kube = KubeClient(api)
         ns = "bench"
         kube.resource(NAMESPACES).create(None, {"metadata": {"name": ns}})

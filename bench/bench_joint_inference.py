@@ -29,6 +29,7 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
+import embedded_server  # noqa: E402  (the HTTPS server every process dials)
 from bench_reconcile import (  # noqa: E402  # the shared server and CPU helpers
     REFERENCE,
     _cpu_seconds,
@@ -54,7 +55,6 @@ def _run_gm(url: str, ns: str, workers: int, ready_q: Any, stop: Any) -> None:
     from sedna.manager import Manager
     from sedna.plugins.loader import discover_plugins
     from sedna.runtime import GMConfig, RuntimeContainer
-    from sedna.runtime.kube import api_client_for_url
 
     features: dict[str, Any] = {
         p.name: {"enabled": False} for p in discover_plugins() if p.name != ji_plugin.FEATURE_NAME
@@ -69,7 +69,7 @@ def _run_gm(url: str, ns: str, workers: int, ready_q: Any, stop: Any) -> None:
         }
     )
     container = RuntimeContainer(config=config)
-    container.api_client.override(providers.Object(api_client_for_url(url)))
+    container.api_client.override(providers.Object(embedded_server.client(url)))
     manager = Manager(
         config, container=container, extra_plugins={ji_plugin.FEATURE_NAME: ji_plugin}
     )
@@ -83,9 +83,9 @@ def _run_cluster(url: str, ns: str, ready_q: Any, stop: Any) -> None:
     _quiet_logs()
     from sedna.embedded.deployments import DeploymentController
     from sedna.embedded.kubelet import SimulatedKubelet
-    from sedna.runtime.kube import KubeClient, api_client_for_url
+    from sedna.runtime.kube import KubeClient
 
-    kube = KubeClient(api_client_for_url(url))
+    kube = KubeClient(embedded_server.client(url))
     deployments = DeploymentController(kube, namespace=ns, workers=2)
     kubelet = SimulatedKubelet(NODE, kube, pod_start_seconds=0.0)
     deployments.start()
@@ -110,7 +110,6 @@ def main() -> int:
         MODELS,
         NAMESPACES,
         KubeClient,
-        api_client_for_url,
         sedna_resource,
     )
 
@@ -120,7 +119,7 @@ def main() -> int:
     server.start()
     url, server_pid = url_q.get(timeout=120)
     ns = "bench-ji"
-    kube = KubeClient(api_client_for_url(url))
+    kube = KubeClient(embedded_server.client(url))
     kube.resource(NAMESPACES).create(None, {"metadata": {"name": ns}})
     for name in ("helmet-detection-inference-big-model", "helmet-detection-inference-little-model"):
         kube.resource(MODELS).create(ns, {"metadata": {"name": name},

@@ -52,6 +52,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import embedded_server  # bench/: the server every process dials
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "results" / "reconcile.json"
@@ -92,11 +94,10 @@ def _quiet_logs(level: str = "WARNING") -> None:
 
 def _serve(url_q: Any, stop: Any) -> None:
     _quiet_logs()
-    from sedna.embedded.apiserver import APIServer
 
     # No schema checks: the bench measures the GM (and builds its jobs with PyYAML,
     # which reads the sample's `02:00` timer as a number).
-    srv = APIServer("127.0.0.1", 0, history=100_000, schema_validation=False)
+    srv = embedded_server.server(host="127.0.0.1", port=0, history=100_000, schema_validation=False)
     srv.start()
     srv.install_crds_from_dir(REFERENCE / "crds")
     url_q.put((srv.url, os.getpid()))
@@ -115,9 +116,9 @@ def _sample(file: str) -> dict[str, Any]:
 
 def _prepare(url: str, ns: str) -> None:
     """The namespace, and the Models and the Dataset the sample job names."""
-    from sedna.runtime.kube import DATASETS, MODELS, NAMESPACES, KubeClient, api_client_for_url
+    from sedna.runtime.kube import DATASETS, MODELS, NAMESPACES, KubeClient
 
-    kube = KubeClient(api_client_for_url(url))
+    kube = KubeClient(embedded_server.client(url))
     kube.resource(NAMESPACES).create(None, {"metadata": {"name": ns}})
     for name in ("initial-model", "deploy-model"):
         model = _sample("model_v1alpha1.yaml")
@@ -130,9 +131,9 @@ def _prepare(url: str, ns: str) -> None:
 
 def _write(url: str, ns: str, n: int, writers: int, done_q: Any) -> None:
     """Create the N jobs from ``writers`` threads; report (start, end) on CLOCK_MONOTONIC."""
-    from sedna.runtime.kube import INCREMENTAL_LEARNING_JOBS, KubeClient, api_client_for_url
+    from sedna.runtime.kube import INCREMENTAL_LEARNING_JOBS, KubeClient
 
-    client = KubeClient(api_client_for_url(url)).resource(INCREMENTAL_LEARNING_JOBS)
+    client = KubeClient(embedded_server.client(url)).resource(INCREMENTAL_LEARNING_JOBS)
     template = _sample("incrementallearningjob_v1alpha1.yaml")
 
     def work(w: int) -> None:
@@ -212,7 +213,6 @@ def _run_gm(
     from sedna.manager import Manager
     from sedna.plugins.loader import discover_plugins
     from sedna.runtime import GMConfig, RuntimeContainer
-    from sedna.runtime.kube import api_client_for_url
 
     features: dict[str, Any] = {
         p.name: {"enabled": False} for p in discover_plugins() if p.name != il_plugin.FEATURE_NAME
@@ -227,7 +227,7 @@ def _run_gm(
         }
     )
     container = RuntimeContainer(config=config)
-    container.api_client.override(providers.Object(api_client_for_url(url)))
+    container.api_client.override(providers.Object(embedded_server.client(url)))
     if variant == "gm-no-events":
         container.events.override(providers.Object(_NoEvents()))
     merged = _profiled_threads() if profile else None
@@ -249,10 +249,9 @@ def _run_lean(url: str, ns: str, workers: int, ready_q: Any, stop: Any) -> None:
         INCREMENTAL_LEARNING_JOBS,
         PODS,
         KubeClient,
-        api_client_for_url,
     )
 
-    kube = KubeClient(api_client_for_url(url))
+    kube = KubeClient(embedded_server.client(url))
     jobs, pods = kube.resource(INCREMENTAL_LEARNING_JOBS), kube.resource(PODS)
     work: queue.Queue[dict[str, Any] | None] = queue.Queue()
 
@@ -377,7 +376,6 @@ def _run_variant(
         INCREMENTAL_LEARNING_JOBS,
         PODS,
         KubeClient,
-        api_client_for_url,
     )
 
     ns = f"bench-{variant}-{int(time.time()) % 100000}"
@@ -395,7 +393,7 @@ def _run_variant(
         raise SystemExit(f"{variant}: the controller did not start") from None
 
     progress = _Progress(args.jobs)
-    kube = KubeClient(api_client_for_url(url))
+    kube = KubeClient(embedded_server.client(url))
 
     def on_pod(pod: dict[str, Any]) -> None:
         labels = pod["metadata"].get("labels") or {}

@@ -23,21 +23,25 @@ import threading
 import time
 from typing import Any
 
+import embedded_server  # bench/: the server every process dials
+
 
 def run_operator(url: str, ns: str, workers: int, ready_q: Any, stop: Any) -> None:
     """Run the operator in this process until ``stop`` (a multiprocessing Event) is set."""
     import kopf
 
-    from sedna.runtime.kube import PODS, KubeClient, api_client_for_url
+    from sedna.runtime.kube import PODS, KubeClient
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from bench_reconcile import _reference_pod, _waiting_condition
 
-    pods = KubeClient(api_client_for_url(url)).resource(PODS)
+    pods = KubeClient(embedded_server.client(url)).resource(PODS)
 
     @kopf.on.login()
     def login(**_: Any) -> kopf.ConnectionInfo:
-        return kopf.ConnectionInfo(server=url, insecure=True)
+        return kopf.ConnectionInfo(
+            server=url, token=embedded_server.BENCH_TOKEN, ca_path=embedded_server.ca_file()
+        )
 
     @kopf.on.startup()
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:

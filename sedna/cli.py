@@ -104,6 +104,11 @@ def _commands() -> dict[str, Command]:
             lambda a: _rbac(a.config_obj, a.config, a.namespace, a.name, a.helm),
             _rbac_arguments,
         ),
+        "token": Command(
+            "LC credentials: a token per node (token create NODE)",
+            lambda a: _create_token(a.config_obj, a.node, a.namespace),
+            _token_arguments,
+        ),
         "apiserver": Command(
             "run only the embedded API server (Sedna's CRDs), for embedders and plugin authors",
             _apiserver,
@@ -129,6 +134,16 @@ def _rbac_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--helm", action="store_true", help="as the Helm chart's template (features as values)"
     )
+
+
+def _token_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="token_command", required=True)
+    create = sub.add_parser("create", help="issue (or rotate) the token of NODE and print it")
+    create.add_argument("node", metavar="NODE")
+    create.add_argument(
+        "--namespace", default=None, help="namespace of the Secret (websocket.nodeTokenNamespace)"
+    )
+    create.add_argument("--config", default=argparse.SUPPRESS, help="path of gm.yaml")
 
 
 def _new_plugin_arguments(p: argparse.ArgumentParser) -> None:
@@ -201,6 +216,19 @@ def _apiserver(args: argparse.Namespace) -> int:
 
 def _run_command(args: argparse.Namespace) -> int:
     return _run(args.config_obj, args.config or "defaults")
+
+
+def _create_token(config: GMConfig, node: str, namespace: str | None) -> int:
+    from sedna.runtime.kube import ApiError
+    from sedna.runtime.kube.config import KubeConfigError
+    from sedna.tokens import create_token_command
+
+    try:
+        token = create_token_command(config, node, namespace)
+    except (ApiError, ValueError, KubeConfigError) as exc:
+        return _fail(f"token create {node}: {exc}")
+    print(token)  # stdout only, for a pipe into the LC's secret; never logged
+    return 0
 
 
 def _check_config(config: GMConfig, path: str | None) -> int:

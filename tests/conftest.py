@@ -41,6 +41,9 @@ class _RemoteCluster:
         self.server = None
         self.kubeconfig = kubeconfig
 
+    def client_configuration(self) -> kubernetes.client.Configuration:
+        return self.configuration
+
 
 @pytest.fixture(scope="session")
 def apiserver(sedna_reference: Path) -> Iterator[Any]:
@@ -159,8 +162,7 @@ def make_configuration(apiserver: Any) -> kubernetes.client.Configuration:
     """A client configuration for the fixture's server."""
     if isinstance(apiserver, _RemoteCluster):
         return apiserver.configuration
-    cfg = kubernetes.client.Configuration()
-    cfg.host = apiserver.url
+    cfg = apiserver.client_configuration()
     return cfg
 
 
@@ -168,6 +170,9 @@ def make_configuration(apiserver: Any) -> kubernetes.client.Configuration:
 def api_client(apiserver: Any) -> Iterator[kubernetes.client.ApiClient]:
     """An official ``kubernetes`` client for the server."""
     client = kubernetes.client.ApiClient(make_configuration(apiserver))
+    token = getattr(apiserver, "token", None)
+    if token:  # raw requests (param_serialize without auth_settings) authenticate too
+        client.set_default_header("Authorization", f"Bearer {token}")
     try:
         yield client
     finally:

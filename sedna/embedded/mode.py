@@ -34,12 +34,23 @@ from sedna.embedded.lc import SimulatedLC
 from sedna.embedded.manifests import ManifestError, create_if_absent, load_manifests
 from sedna.embedded.plays import default_plays
 from sedna.runtime.config import ConfigError, GMConfig
-from sedna.runtime.kube import SECRETS, ApiError, KubeClient, api_client_from_config
+from sedna.runtime.kube import (
+    NAMESPACES,
+    SECRETS,
+    ApiError,
+    KubeClient,
+    api_client_from_config,
+)
+from sedna.runtime.messaging import file_token_provider
+from sedna.tokens import issue_node_token
 
 KUBECONFIG_NAME = "kubeconfig"
 STATE_DB_NAME = "state.db"
 LOGS_DIR_NAME = "logs"  # container logs: the kubelets write them, the server serves them
 TOKEN_FILE_NAME = "lc-token"
+API_TOKEN_FILE_NAME = "apiserver-token"  # the token the kubeconfig carries
+API_TOKENS_FILE_NAME = "apiserver-tokens"  # more tokens, one a line, read per request
+PKI_DIR_NAME = "pki"
 
 
 class EmbeddedMode:
@@ -53,6 +64,8 @@ class EmbeddedMode:
         self.server: APIServer | None = None
         self.kube: KubeClient | None = None
         self.lc_token: str | None = None
+        # auth: node: each simulated node's own token, issued at prepare()
+        self.node_tokens: dict[str, str] = {}
         self.kubelets: list[SimulatedKubelet] = []
         self.lcs: list[SimulatedLC] = []
         self.deployments: DeploymentController | None = None
@@ -66,13 +79,22 @@ class EmbeddedMode:
         try:
             # Private: the store holds every object, Secrets included (like k3s's data dir).
             self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(self.state_dir, 0o700)  # also when an older run left it open
         except OSError as exc:
             raise ConfigError(f"embedded.stateDir: cannot create {s.stateDir}: {exc}") from None
         # A kubeconfig left by the last run names a server that is not up yet.
         with contextlib.suppress(FileNotFoundError):
             self.kubeconfig.unlink()
         db = self.state_dir / STATE_DB_NAME
-        server = APIServer(s.address, s.port, db_path=db, pod_logs=self.state_dir / LOGS_DIR_NAME)
+        server = APIServer(
+            s.address,
+            s.port,
+            db_path=db,
+            pod_logs=self.state_dir / LOGS_DIR_NAME,
+            tokens=[self._api_token()],
+            token_source=file_token_provider(self.state_dir / API_TOKENS_FILE_NAME),
+            pki_dir=self.state_dir / PKI_DIR_NAME,
+        )
         try:
             server.start()
         except OSError as exc:
@@ -87,6 +109,16 @@ class EmbeddedMode:
         except BaseException:
             self.stop()
             raise
+
+    def _api_token(self) -> str:
+        """The API server's token, kept across restarts so an old kubeconfig stays valid."""
+        path = self.state_dir / API_TOKEN_FILE_NAME
+        token = _first_token(path)
+        if token is None:
+            token = secrets.token_urlsafe(32)
+            _write_private(path, token + "\n")
+        os.chmod(path, 0o600)
+        return token
 
     def _seed(self, server: APIServer, db: Path) -> GMConfig:
         for crd in crd_manifests():
@@ -131,6 +163,9 @@ class EmbeddedMode:
         ws = config.websocket
         if ws.auth == "none":
             return config
+        if ws.auth == "node":
+            self._issue_node_tokens(ws.nodeTokenNamespace)
+            return config
         if ws.tokenFile:
             self.lc_token = _first_token(Path(ws.tokenFile))
             return config
@@ -150,6 +185,24 @@ class EmbeddedMode:
         return config.model_copy(
             update={"websocket": ws.model_copy(update={"tokenFile": str(path)})}
         )
+
+    def _issue_node_tokens(self, namespace: str) -> None:
+        """A token per simulated node, in its Secret, as `sedna-gm token create` makes it.
+
+        Issued again at every start: the GM reads the Secret per connection, so the
+        simulated LCs and the GM always agree.
+        """
+        assert self.kube is not None
+        with contextlib.suppress(ApiError):  # exists already
+            self.kube.resource(NAMESPACES).create(None, {"metadata": {"name": namespace}})
+        for node in self.settings.simulate.nodes:
+            self.node_tokens[node] = issue_node_token(self.kube, node, namespace)
+        if self.node_tokens:
+            logger.info(
+                "embedded: issued LC tokens for node(s) {} (Secrets in namespace {})",
+                ", ".join(self.node_tokens),
+                namespace,
+            )
 
     def _secret_token(self, ref: str) -> str | None:
         ns, _, name = ref.partition("/")
@@ -183,7 +236,7 @@ class EmbeddedMode:
             lc = SimulatedLC(
                 node,
                 url,
-                token=self.lc_token,
+                token=self.node_tokens.get(node, self.lc_token),
                 kube=self.kube,
                 growth_per_second=sim.datasetGrowthPerSecond,
                 ssl_context=ssl_ctx,
@@ -247,6 +300,13 @@ class EmbeddedMode:
         if self.server is not None:
             self.server.stop()
             self.server = None
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.chmod(path, 0o600)
 
 
 def _first_token(path: Path) -> str | None:

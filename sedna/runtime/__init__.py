@@ -198,6 +198,7 @@ _EXPORTS: dict[str, str] = {
     "UpstreamMessage": "sedna.runtime.upstream",
     "UpstreamRegistry": "sedna.runtime.upstream",
     "UpstreamHandler": "sedna.runtime.upstream",
+    "StalenessHook": "sedna.runtime.upstream",
     # events, metrics
     "EventRecorder": "sedna.runtime.events",
     "LeaderElector": "sedna.runtime.leader",
@@ -304,6 +305,7 @@ __all__ = [
     "StageOptions",
     "StageRetry",
     "StagedJobFeature",
+    "StalenessHook",
     "StatusDecision",
     "TemporaryError",
     "UpstreamHandler",
@@ -533,6 +535,7 @@ if TYPE_CHECKING:
         trim_conditions,
     )
     from sedna.runtime.upstream import (
+        StalenessHook,
         UpstreamHandler,
         UpstreamMessage,
         UpstreamRegistry,

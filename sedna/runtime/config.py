@@ -31,6 +31,8 @@ class _Section(BaseModel):
 class TLSConfig(_Section):
     certFile: str = ""
     keyFile: str = ""
+    # LCs must present a client certificate from this CA whose CN is their Node-Name
+    clientCAFile: str = ""
 
     @property
     def enabled(self) -> bool:
@@ -41,13 +43,41 @@ class WebsocketConfig(_Section):
     address: str = "0.0.0.0"
     port: int = Field(default=9000, ge=0, le=65535)
     # Sedna's Go LC sends no token; "none" keeps it working but must be chosen explicitly.
-    auth: Literal["token", "none"] = "token"
+    # "node": a token per node, in Secret <nodeTokenNamespace>/sedna-lc-token-<node>
+    # (`sedna-gm token create NODE`); "token": one shared token (compatibility mode)
+    auth: Literal["node", "token", "none"] = "node"
     tokenFile: str = ""
     tokenSecret: str = ""  # "namespace/name", key "token"
+    nodeTokenNamespace: str = "sedna"
+    # how long a live connection has to answer a ping before a newer one replaces it
+    replaceProbeSeconds: float = Field(default=5.0, gt=0, allow_inf_nan=False)
+    # an LC that does not take a frame for this long is disconnected (its queue is kept)
+    writeTimeoutSeconds: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    # the websocket upgrade must be done within this (slow or silent handshakes are cut)
+    handshakeTimeoutSeconds: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    # the longest the message layer holds a shutdown (SIGTERM), slow peers included
+    shutdownGraceSeconds: float = Field(default=5.0, gt=0, allow_inf_nan=False)
+    # connected LCs at most; with max frame size this caps what LCs can make the GM buffer
+    # (maxConnections x 2 frames x 4 x maxFrameBytes)
+    maxConnections: int = Field(default=2000, gt=0)
+    # accept a Node-Name only from one of that Node's status.addresses; off by default,
+    # since NAT and proxies hide the node's own address (binds identity for auth: none)
+    nodeAddressBinding: bool = False
     tls: TLSConfig = Field(default_factory=TLSConfig)
     allowPlainCredentials: bool = False
     maxFrameBytes: int = Field(default=1024 * 1024, gt=0)
     maxQueuePerNode: int = Field(default=1000, gt=0)
+    # accepted reports waiting per node and kind; beyond, the oldest is dropped (counted)
+    maxReportsPerNode: int = Field(default=1000, gt=0)
+    # accept an LC's report only for objects the GM routed to its node (messaging.routes)
+    authorizeReports: bool = True
+    # how long a report may wait for its route (after a GM restart), and how many per node
+    unroutedReportGraceSeconds: float = Field(default=30.0, ge=0, allow_inf_nan=False)
+    maxUnroutedReportsPerNode: int = Field(default=100, ge=0)
+    # bytes of all reports waiting for their route, over every node (new ones are refused)
+    maxUnroutedReportBytes: int = Field(default=16 * 1024 * 1024, ge=0)
+    # bytes of accepted reports waiting for their handler, per kind (new ones are refused)
+    maxReportBytes: int = Field(default=256 * 1024 * 1024, gt=0)
     updatesAsInsert: bool = True
     idleQueueTTLSeconds: float = Field(default=24 * 3600.0, ge=0, allow_inf_nan=False, strict=True)
     """Forget the queue of a node that is not connected and got no message for this long.

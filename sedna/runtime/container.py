@@ -26,6 +26,7 @@ from sedna.runtime.kube import (
     api_client_from_config,
 )
 from sedna.runtime.messaging import MessageLayer, file_token_provider, secret_token_provider
+from sedna.runtime.messaging.auth import NodeTokenProvider, node_token_provider
 from sedna.runtime.metrics import Metrics
 from sedna.runtime.upstream import UpstreamRegistry
 from sedna.runtime.workers import WorkerRuntime
@@ -37,9 +38,41 @@ def _api_client(config: GMConfig) -> ApiClient:
     return api_client_from_config(config.kubeConfig, config.master)
 
 
+def _get_secret_of(kube: KubeClient) -> Callable[[str, str], Mapping[str, Any] | None]:
+    def get_secret(namespace: str, name: str) -> Mapping[str, Any] | None:
+        try:
+            return kube.resource(SECRETS).get(namespace, name)
+        except NotFound:
+            return None
+
+    return get_secret
+
+
+def _node_token_provider(config: GMConfig, kube: KubeClient) -> NodeTokenProvider | None:
+    ws = config.websocket
+    if ws.auth != "node":
+        return None
+    return node_token_provider(_get_secret_of(kube), ws.nodeTokenNamespace)
+
+
+def _node_addresses(config: GMConfig, kube: KubeClient) -> Callable[[str], list[str]] | None:
+    if not config.websocket.nodeAddressBinding:
+        return None
+
+    def addresses(node: str) -> list[str]:
+        try:
+            obj = kube.resource(NODES).get(None, node)
+        except NotFound:
+            return []
+        found = (obj.get("status") or {}).get("addresses") or []
+        return [str(a.get("address")) for a in found if isinstance(a, dict)]
+
+    return addresses
+
+
 def _token_provider(config: GMConfig, kube: KubeClient) -> Callable[[], Iterable[str]] | None:
     ws = config.websocket
-    if ws.auth == "none":
+    if ws.auth in ("none", "node"):
         return None
     if ws.tokenFile:
         return file_token_provider(ws.tokenFile)
@@ -65,12 +98,15 @@ def _message_layer(
     token_provider: Callable[[], Iterable[str]] | None,
     informers: SharedInformerFactory,
     clock: Clock,
+    kube: KubeClient,
 ) -> MessageLayer:
     layer = MessageLayer(
         config.websocket,
         metrics=metrics,
         upstream=upstream,
         token_provider=token_provider,
+        node_token_provider=_node_token_provider(config, kube),
+        node_addresses=_node_addresses(config, kube),
         clock=clock,
     )
     # The layer forgets a node's queue and closes its LC when the Node is deleted. It
@@ -107,7 +143,7 @@ class RuntimeContainer(containers.DeclarativeContainer):
     # The LC tokens (None with auth: none); readiness reads them too.
     token_provider = providers.Singleton(_token_provider, config, kube)
     message_layer = providers.Singleton(
-        _message_layer, config, metrics, upstream, token_provider, informers, clock
+        _message_layer, config, metrics, upstream, token_provider, informers, clock, kube
     )
     downstream = providers.Singleton(_send_of, message_layer)
     events = providers.Singleton(EventRecorder, kube, metrics=metrics, clock=clock)

@@ -3,6 +3,10 @@
 Readiness is a set of named checks (caches synced, websocket listening, ...) so the
 answer says which one is failing, as kube-apiserver's /readyz?verbose does. A check may
 return `(False, reason)` so that the answer also says why (e.g. which Secret is missing).
+
+A thread per connection (ThreadingHTTPServer) lets idle connections pile up threads;
+here a fixed pool serves them, a connection beyond the pool and its small backlog is
+closed at once, and a connection that sends nothing for `timeout` seconds is dropped.
 """
 
 from __future__ import annotations
@@ -10,23 +14,73 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 Check = Callable[[], "bool | tuple[bool, str]"]
+POOL_SIZE = 4
+# connections accepted beyond the busy pool before further ones are closed at once
+POOL_BACKLOG = 16
+IDLE_TIMEOUT_SECONDS = 10.0
+
+
+class PooledHTTPServer(HTTPServer):
+    """HTTPServer whose requests run on a bounded pool of threads."""
+
+    def __init__(self, address: tuple[str, int], handler: Any, workers: int, backlog: int) -> None:
+        super().__init__(address, handler)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="health")
+        self._slots = threading.BoundedSemaphore(workers + backlog)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)  # full: refuse instead of queueing without bound
+            return
+
+        def run() -> None:
+            try:
+                self.finish_request(request, client_address)
+            except Exception:
+                self.handle_error(request, client_address)
+            finally:
+                self.shutdown_request(request)
+                self._slots.release()
+
+        self._pool.submit(run)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return  # a client that went away or timed out: nothing to report
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 class HealthServer:
-    def __init__(self, address: str, port: int, registry: CollectorRegistry) -> None:
+    def __init__(
+        self,
+        address: str,
+        port: int,
+        registry: CollectorRegistry,
+        *,
+        workers: int = POOL_SIZE,
+        backlog: int = POOL_BACKLOG,
+        idle_timeout: float = IDLE_TIMEOUT_SECONDS,
+    ) -> None:
+        self._workers = workers
+        self._backlog = backlog
+        self._idle_timeout = idle_timeout
         self._address = address
         self._port = port
         self._registry = registry
         self._live: dict[str, Check] = {}
         self._ready: dict[str, Check] = {}
-        self._server: ThreadingHTTPServer | None = None
+        self._server: PooledHTTPServer | None = None
         self._thread: threading.Thread | None = None
         # Prometheus cannot read /readyz: the same checks as gauges, run at scrape time.
         self._collector = _ReadinessCollector(self)
@@ -72,6 +126,8 @@ class HealthServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = outer._idle_timeout  # socket timeout: an idle client is dropped
+
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
@@ -92,8 +148,9 @@ class HealthServer:
             def log_message(self, format: str, *args: object) -> None:  # quiet
                 return
 
-        self._server = ThreadingHTTPServer((self._address, self._port), Handler)
-        self._server.daemon_threads = True
+        self._server = PooledHTTPServer(
+            (self._address, self._port), Handler, self._workers, self._backlog
+        )
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="health-server", daemon=True
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import re
 import sys
 import traceback
 from types import FrameType
@@ -15,6 +16,27 @@ from typing import Any, TextIO
 
 import orjson
 from loguru import logger
+
+# Credentials that libraries put in their DEBUG lines (websockets logs every handshake
+# header, Authorization included): the value is replaced, whatever logged it.
+_SECRETS = re.compile(
+    r"(?i)(\b(?:authorization|x-auth-token|token|cookie)\b[\"']?\s*[:=]\s*[\"']?)"
+    r"(?:(bearer|basic)\s+)?[^\s\"',;}]+"
+)
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}")
+
+
+def redact(text: str) -> str:
+    """text with bearer tokens and Authorization values replaced by <redacted>."""
+    if "earer" not in text and "uthorization" not in text and "oken" not in text:
+        return text  # the fast path: most lines mention no credential
+    text = _SECRETS.sub(lambda m: f"{m.group(1)}{(m.group(2) or '') and m.group(2) + ' '}"
+                        "<redacted>", text)  # fmt: skip
+    return _BEARER.sub(r"\1 <redacted>", text)
+
+
+def _redact_record(record: Any) -> None:
+    record["message"] = redact(record["message"])
 
 
 class InterceptHandler(logging.Handler):
@@ -81,6 +103,7 @@ def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | N
     """
     out = stream or sys.stderr
     logger.remove()
+    logger.configure(patcher=_redact_record)
     if fmt == "json":
         logger.add(_json_sink(out), level=level, backtrace=False, diagnose=False)
     else:

@@ -68,6 +68,24 @@ class Metrics:
         self.upstream_handler_seconds = Histogram(
             "lc_upstream_handler_seconds", "Time spent in upstream handlers", ["kind"], registry=r
         )
+        self.lc_reports_retried = Counter(
+            "lc_reports_retried",
+            "Accepted LC reports applied again after a transient API error",
+            ["kind"],
+            registry=r,
+        )
+        self.lc_reports_dropped = Counter(
+            "lc_reports_dropped",
+            "Accepted LC reports dropped, the oldest of a node whose report queue was full",
+            ["kind"],
+            registry=r,
+        )
+        self.lc_reports_stale = Counter(
+            "lc_reports_stale",
+            "LC reports skipped as older than the object's state (the handler's staleness hook)",
+            ["kind"],
+            registry=r,
+        )
         self.events_emitted = Counter(
             "kube_events_emitted", "Kubernetes Events written", ["type", "reason"], registry=r
         )

@@ -22,8 +22,8 @@ from loguru import logger
 from sedna.runtime.context import ControllerContext
 from sedna.runtime.informers import SharedInformer
 from sedna.runtime.kube import ApiError, NotFound, Resource
-from sedna.runtime.kube.status import update_status_with_retry
-from sedna.runtime.upstream import UpstreamMessage
+from sedna.runtime.kube.status import is_transient, update_status_with_retry
+from sedna.runtime.upstream import UpstreamMessage, in_report
 from sedna.runtime.workers.helpers import convert_map_to_metrics
 from sedna.runtime.workers.labels import generate_labels, job_ref
 
@@ -176,7 +176,8 @@ class WorkerReports:
         self.pods = pods
         self.apply = apply
         self.api = ctx.kube.resource(resource)
-        ctx.upstream.register(resource.kind, self.handle)
+        # the node is authorized here, by the pods bound to it (`worker_on_node`)
+        ctx.upstream.register(resource.kind, self.handle, node_checked=True)
 
     def handle(self, msg: UpstreamMessage) -> None:
         kind = self.resource.kind
@@ -187,6 +188,8 @@ class WorkerReports:
         try:
             cached = self.owners.get_or_read(msg.namespace, msg.name)
         except ApiError as exc:
+            if is_transient(exc) and in_report():
+                raise  # the message layer applies the report again after a backoff
             logger.error("{}: cannot read it: {}", where, exc)
             return
         if cached is None:

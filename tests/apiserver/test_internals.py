@@ -25,9 +25,10 @@ pytestmark = pytest.mark.skipif(
 
 
 def _client(srv: APIServer) -> ApiClient:
-    cfg = kubernetes.client.Configuration()
-    cfg.host = srv.url
-    return kubernetes.client.ApiClient(cfg)
+    cfg = srv.client_configuration()
+    return kubernetes.client.ApiClient(
+        cfg, header_name="Authorization", header_value=f"Bearer {srv.token}"
+    )
 
 
 @pytest.fixture()

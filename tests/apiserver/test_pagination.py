@@ -352,9 +352,8 @@ def small() -> Iterator[tuple[APIServer, ApiClient]]:
         pytest.skip("server-internal test: not applicable to a real cluster")
     srv = APIServer(history=5)
     srv.start()
-    cfg = kubernetes.client.Configuration()
-    cfg.host = srv.url
-    client = ApiClient(cfg)
+    cfg = srv.client_configuration()
+    client = ApiClient(cfg, header_name="Authorization", header_value=f"Bearer {srv.token}")
     try:
         yield srv, client
     finally:

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import kubernetes
 import pytest
 from kubernetes.client import ApiClient, CoreV1Api
 from kubernetes.client.exceptions import ApiException
@@ -25,9 +24,10 @@ NS = "default"
 
 class Logs:
     def __init__(self, srv: APIServer, log_dir: Path) -> None:
-        cfg = kubernetes.client.Configuration()
-        cfg.host = srv.url
-        self.client = ApiClient(cfg)
+        cfg = srv.client_configuration()
+        self.client = ApiClient(
+            cfg, header_name="Authorization", header_value=f"Bearer {srv.token}"
+        )
         self.core = CoreV1Api(self.client)
         self.dir = log_dir
 
@@ -226,6 +226,6 @@ def test_a_server_without_a_kubelet_says_so(
 
 def _raw_get(logs: Logs, path: str, method: str = "GET") -> tuple[int, Any, str]:
     resp = logs.client.rest_client.pool_manager.request(
-        method, logs.client.configuration.host + path
+        method, logs.client.configuration.host + path, headers=logs.client.default_headers
     )
     return resp.status, resp.headers, resp.data.decode()

@@ -123,6 +123,7 @@ class GM(GMHarness):
         *,
         features: Sequence[str] = (ds_plugin.FEATURE_NAME,),
         clock: Clock | None = None,
+        websocket: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
             api_client_factory,
@@ -130,7 +131,7 @@ class GM(GMHarness):
             features={name: {"workers": 1} for name in features},
             plugins={name: PLUGINS[name] for name in features},
             # the credential annotation may travel on the tests' plain ws
-            websocket={"allowPlainCredentials": True},
+            websocket={"allowPlainCredentials": True, **dict(websocket or {})},
             clock=clock,
         )
         self.features = tuple(features)

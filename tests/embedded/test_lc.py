@@ -317,6 +317,7 @@ def test_reconnects_and_delivers_what_was_queued(gm: GM, lc: SimulatedLC) -> Non
     wait_for(lambda: any(s[1].get("phase") == "train" for s in lc.sent), "a queued report")
     gm.layer = gm.start_again()
     wait_for(lc.connected.is_set, "the LC to reconnect")
+    gm.send(job([cond("Train", "Running")]))  # a restarted GM resends (its initial list)
     assert gm.report("train", "completed")["output"]["models"]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import socket
 import stat
 from collections.abc import Iterator
@@ -14,7 +15,13 @@ import yaml
 
 from sedna.embedded.mode import EmbeddedMode
 from sedna.runtime.config import ConfigError, GMConfig
-from sedna.runtime.kube import INCREMENTAL_LEARNING_JOBS, MODELS, KubeClient, api_client_from_config
+from sedna.runtime.kube import (
+    INCREMENTAL_LEARNING_JOBS,
+    MODELS,
+    SECRETS,
+    KubeClient,
+    api_client_from_config,
+)
 
 PROJECT = Path(__file__).resolve().parents[2]
 EXAMPLE = PROJECT / "examples" / "incremental-learning"
@@ -23,7 +30,8 @@ EXAMPLE = PROJECT / "examples" / "incremental-learning"
 def _config(state: Path, **embedded: object) -> GMConfig:
     section = {"enabled": True, "port": 0, "stateDir": str(state), "apply": [str(EXAMPLE)]}
     section.update(embedded)
-    return GMConfig.model_validate({"embedded": section})
+    # the shared-token mode (explicit since auth: node is the default) keeps lc-token
+    return GMConfig.model_validate({"embedded": section, "websocket": {"auth": "token"}})
 
 
 @pytest.fixture()
@@ -127,3 +135,20 @@ def test_bad_manifests_are_config_errors(state: Path, tmp_path: Path) -> None:
                                    "metadata": {"name": "x"}}))  # fmt: skip
     with pytest.raises(ConfigError, match="StatefulSet x: kind not supported"):
         EmbeddedMode(_config(state, apply=[str(bad)])).prepare()
+
+
+def test_auth_node_issues_a_token_per_simulated_node(state: Path) -> None:
+    cfg = _config(state, simulate={"nodes": ["edge-a", "edge-b"]})
+    cfg = cfg.model_copy(update={"websocket": cfg.websocket.model_copy(update={"auth": "node"})})
+    mode = EmbeddedMode(cfg)
+    config = mode.prepare()
+    try:
+        assert sorted(mode.node_tokens) == ["edge-a", "edge-b"]
+        assert mode.node_tokens["edge-a"] != mode.node_tokens["edge-b"]
+        with _kube(config) as kube:
+            secret = kube.resource(SECRETS).get("sedna", "sedna-lc-token-edge-a")
+            assert secret["metadata"]["labels"] == {"sedna.io/lc-node": "edge-a"}
+            token = base64.b64decode(secret["data"]["token"]).decode()
+            assert token == mode.node_tokens["edge-a"]
+    finally:
+        mode.stop()

@@ -204,12 +204,14 @@ class GM(GMHarness):
         options: Mapping[str, Any] | None = None,
         workers: int = 1,
         clock: Clock | None = None,
+        websocket: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
             api_client_factory,
             namespace,
             features={fl_plugin.FEATURE_NAME: {"workers": workers, **dict(options or {})}},
             plugins={fl_plugin.FEATURE_NAME: fl_plugin},
+            websocket=websocket,
             clock=clock,
         )
 

@@ -28,8 +28,7 @@ def test_providers_build_from_config(apiserver: Any, tmp_path: Any) -> None:
 
 def test_override_api_client_clock_and_downstream(apiserver: Any, tmp_path: Any) -> None:
     c = RuntimeContainer(config=GMConfig())
-    cfg = kubernetes.client.Configuration()
-    cfg.host = apiserver.url
+    cfg = apiserver.client_configuration()
     own_client = kubernetes.client.ApiClient(cfg)
     clock = FakeClock()
     sent: list[tuple[str, str]] = []

@@ -41,8 +41,7 @@ def test_the_cluster_role_lets_the_gm_list_and_watch_all_it_informs(
     apiserver: Any, namespace: str
 ) -> None:
     def client() -> kubernetes.client.ApiClient:
-        cfg = kubernetes.client.Configuration()
-        cfg.host = apiserver.url
+        cfg = apiserver.client_configuration()
         return kubernetes.client.ApiClient(cfg)
 
     features = {il_plugin.FEATURE_NAME: il_plugin, ds_plugin.FEATURE_NAME: ds_plugin}

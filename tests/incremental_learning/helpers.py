@@ -227,12 +227,14 @@ class GM(GMHarness):
         options: Mapping[str, Any] | None = None,
         workers: int = 2,
         clock: FakeClock | None = None,
+        websocket: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
             api_client_factory,
             namespace,
             features={il_plugin.FEATURE_NAME: {"workers": workers, **dict(options or {})}},
             plugins={il_plugin.FEATURE_NAME: il_plugin},
+            websocket=websocket,
             clock=clock,
         )
 

@@ -154,7 +154,8 @@ def test_3_stage_pod_is_found_by_worker_type_label(
 def test_4_conditions_are_bounded_and_keep_the_latest_of_each_stage(
     api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
 ) -> None:
-    gm = make_gm(options={"maxConditions": 6})
+    # deploy/ready comes from a node the job is not routed to (no hot update)
+    gm = make_gm(options={"maxConditions": 6}, websocket={"authorizeReports": False})
     ds_lc = make_lc(gm, DS_NODE)
     node_lc = make_lc(gm, WORKER_NODE)
     start_sample_job(api, sedna_reference)
@@ -211,7 +212,8 @@ def test_5b_backoff_is_capped_at_six_minutes() -> None:
 def test_6_missing_dataset_is_reported_and_job_wakes_when_it_appears(
     api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
 ) -> None:
-    gm = make_gm()
+    # without its Dataset the job is routed nowhere: only an unchecked LC could report
+    gm = make_gm(websocket={"authorizeReports": False})
     lc = make_lc(gm, DS_NODE)
     start_sample_job(api, sedna_reference, dataset=False)
     lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)

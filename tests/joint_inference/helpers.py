@@ -191,11 +191,13 @@ class GM(GMHarness):
         namespace: str,
         *,
         clock: Clock | None = None,
+        websocket: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
             api_client_factory,
             namespace,
             features={ji_plugin.FEATURE_NAME: {"workers": 1}},
             plugins={ji_plugin.FEATURE_NAME: ji_plugin},
+            websocket=websocket,
             clock=clock,
         )

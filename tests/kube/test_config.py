@@ -33,11 +33,21 @@ def test_master_overrides_the_kubeconfig_server(
     client = api_client_from_config(str(path), "http://127.0.0.1:1/")
     assert client.configuration.host == "http://127.0.0.1:1"
     # the kubeconfig's credentials are kept
-    assert client.configuration.auth_settings()["BearerToken"]["value"] == "Bearer embedded"
+    assert (
+        client.configuration.auth_settings()["BearerToken"]["value"]
+        == f"Bearer {embedded_apiserver.token}"
+    )
 
 
 def test_master_only(embedded_apiserver: APIServer) -> None:
     client = api_client_from_config("", embedded_apiserver.url)
+    assert client.configuration.host == embedded_apiserver.url
+    # the embedded server wants its token and CA, which a bare master URL does not carry
+    client = api_client_for_url(
+        embedded_apiserver.url,
+        token=embedded_apiserver.token,
+        ca_cert=str(embedded_apiserver.cert.cert_file),
+    )
     assert KubeClient(client).resource(NAMESPACES).get(None, "default")
 
 

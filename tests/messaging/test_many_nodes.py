@@ -90,7 +90,7 @@ def test_failed_write_goes_back_to_the_queue_for_the_next_connection(
 
     async def write_once() -> None:
         waker = _LoopWaker(asyncio.get_running_loop())
-        conn = _Connection("n", BrokenSocket(), waker)  # type: ignore[arg-type]
+        conn = _Connection("n", BrokenSocket(), waker, None)  # type: ignore[arg-type]
         await layer._write_loop(conn, layer._queue_for("n"))
 
     asyncio.run(write_once())

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import os
+import socket
 import threading
 from typing import Any
 
 import pytest
+from websockets.exceptions import InvalidStatus
 
 from sedna.runtime.messaging import UpstreamMessage, UpstreamRegistry
 from sedna.runtime.metrics import Metrics
@@ -152,19 +156,50 @@ def test_queue_bound_drops_the_oldest_with_metric(
     assert [r.header["resourceName"] for r in lc.recv_all(3)] == ["m2", "m3", "m4"]
 
 
-def test_reconnect_replaces_the_old_connection(make_layer: LayerFactory, metrics: Metrics) -> None:
+def _silent_lc(port: int, node: str) -> socket.socket:
+    """An LC that completes the upgrade and then never reads: it answers no ping."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+    key = base64.b64encode(os.urandom(16)).decode()
+    raw.sendall(
+        (
+            f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            f"Sec-WebSocket-Version: 13\r\nNode-Name: {node}\r\n\r\n"
+        ).encode()
+    )
+    assert raw.recv(4096).startswith(b"HTTP/1.1 101")
+    return raw
+
+
+def test_a_live_connection_is_not_replaced(make_layer: LayerFactory, metrics: Metrics) -> None:
+    """Two LCs with one node name no longer take turns: the live one keeps its node."""
     layer = make_layer()
     old = FakeLC(layer.port, "n")
     wait_until(lambda: layer.connected_nodes() == ["n"], what="first connection")
-    new = FakeLC(layer.port, "n")
-    # The old connection is closed by the GM.
-    wait_until(lambda: old.ws.close_code is not None, what="old connection closed")
+    with pytest.raises(InvalidStatus) as exc:
+        FakeLC(layer.port, "n")
+    assert exc.value.response.status_code == 409
+    assert sample(metrics, "lc_messages_rejected_total", reason="already_connected") == 1
     layer.send("n", "insert", obj("Model", "m"))
-    assert new.recv().header["resourceName"] == "m"
-    assert layer.connected_nodes() == ["n"]
-    assert sample(metrics, "lc_connected_nodes") == 1
-    new.close()
-    wait_until(lambda: layer.connected_nodes() == [], what="node gone")
+    assert old.recv().header["resourceName"] == "m"
+
+
+def test_a_connection_that_stops_answering_is_replaced(
+    make_layer: LayerFactory, metrics: Metrics
+) -> None:
+    layer = make_layer(replaceProbeSeconds=0.3)
+    dead = _silent_lc(layer.port, "n")
+    try:
+        wait_until(lambda: layer.connected_nodes() == ["n"], what="first connection")
+        new = FakeLC(layer.port, "n")
+        layer.send("n", "insert", obj("Model", "m"))
+        assert new.recv().header["resourceName"] == "m"
+        assert layer.connected_nodes() == ["n"]
+        assert sample(metrics, "lc_connected_nodes") == 1
+        new.close()
+        wait_until(lambda: layer.connected_nodes() == [], what="node gone")
+    finally:
+        dead.close()
 
 
 def test_slow_handler_does_not_stall_another_kind(make_layer: LayerFactory) -> None:

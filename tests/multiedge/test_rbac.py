@@ -49,8 +49,7 @@ def audited_gm(
     agent = f"sedna-gm-under-test/{namespace}"
 
     def client() -> kubernetes.client.ApiClient:
-        cfg = kubernetes.client.Configuration()
-        cfg.host = apiserver.url
+        cfg = apiserver.client_configuration()
         c = kubernetes.client.ApiClient(cfg)
         c.user_agent = agent
         return c

@@ -53,3 +53,28 @@ def test_stop_frees_the_port() -> None:
     server.stop()
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
+
+
+def test_idle_connections_cost_no_thread_each_and_are_dropped() -> None:
+    """Regression: the metrics port opened a thread per idle connection, for ever."""
+    import socket
+    import threading
+
+    from support.waiting import poll
+
+    metrics = Metrics()
+    server = HealthServer("127.0.0.1", 0, metrics.registry, workers=2, backlog=1, idle_timeout=0.5)
+    server.start()
+    try:
+        idle = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(20)]
+        health_threads = [t for t in threading.enumerate() if t.name.startswith("health_")]
+        assert len(health_threads) <= 2
+        # beyond pool and backlog the server closes at once; the others after idle_timeout
+        for s in idle:
+            s.settimeout(10)
+            assert s.recv(10) == b""
+            s.close()
+        poll(lambda: get(f"http://127.0.0.1:{server.port}/healthz")[0] == 200, 5,
+             interval=0.05, failure="the server answers again")  # fmt: skip
+    finally:
+        server.stop()

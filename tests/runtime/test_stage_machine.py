@@ -129,8 +129,7 @@ def gm(apiserver: Any, namespace: str, monkeypatch: pytest.MonkeyPatch) -> Itera
     monkeypatch.setenv("SEDNA_CACHE_MUTATION_DETECTOR", "1")
 
     def client() -> kubernetes.client.ApiClient:
-        cfg = kubernetes.client.Configuration()
-        cfg.host = apiserver.url
+        cfg = apiserver.client_configuration()
         return kubernetes.client.ApiClient(cfg)
 
     harness = GMHarness(

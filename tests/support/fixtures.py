@@ -61,8 +61,7 @@ def make_gm(harness: Harness, apiserver: Any, namespace: str) -> Iterator[Callab
     def client() -> kubernetes.client.ApiClient:
         cfg = getattr(apiserver, "configuration", None)
         if cfg is None:
-            cfg = kubernetes.client.Configuration()
-            cfg.host = apiserver.url
+            cfg = apiserver.client_configuration()
         return kubernetes.client.ApiClient(cfg)
 
     def build(**kwargs: Any) -> GMHarness:

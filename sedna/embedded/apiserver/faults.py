@@ -82,6 +82,28 @@ class FaultInjector:
             self.rules.append(rule)
         return rule
 
+    def lose_responses(
+        self,
+        code: int = 504,
+        *,
+        probability: float = 0.0,
+        every: int = 0,
+        verbs: tuple[str, ...] | list[str] | set[str] = (),
+        resources: tuple[str, ...] | list[str] | set[str] = (),
+        count: int | None = None,
+    ) -> FailureRule:
+        """`fail(..., after_commit=True)`: carry out matching requests but answer ``code``,
+        as a proxy timing out would."""
+        return self.fail(
+            code,
+            probability=probability,
+            every=every,
+            verbs=verbs,
+            resources=resources,
+            count=count,
+            after_commit=True,
+        )
+
     def add_latency(self, seconds: float, verbs: tuple[str, ...] = ()) -> None:
         """Delay every (matching) request by ``seconds``."""
         self.latency = seconds

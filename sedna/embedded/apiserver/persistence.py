@@ -1,12 +1,17 @@
 """SQLite write-through persistence, so a restarted server (new process) keeps its
 objects, CRDs and a resourceVersion that keeps increasing.
 
+The file holds every object, Secrets included, so it and its WAL and shared-memory
+files are created readable by their owner only (0600), whatever the umask.
+
 Write-through per write in WAL mode with synchronous=NORMAL: a crash may lose the last
 transactions, never corrupt the file — the same promise an etcd-less test cluster needs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +26,15 @@ class SQLitePersister:
     """Objects table keyed by (group, plural, namespace, name) plus the rv counter."""
 
     def __init__(self, path: str | Path) -> None:
+        path = Path(path)
+        # SQLite gives the -wal and -shm files the mode of the database file.
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        os.chmod(path, 0o600)
         self.conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self.conn.execute("PRAGMA journal_mode=WAL")
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(f"{path}{suffix}", 0o600)
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute(
             "CREATE TABLE IF NOT EXISTS objects (grp TEXT, plural TEXT, ns TEXT, name TEXT, "
@@ -30,13 +42,15 @@ class SQLitePersister:
         )
         self.conn.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
 
-    def save(self, key: Key, ns: str, name: str, obj: dict[str, Any], rv: int) -> None:
-        """Upsert one object and the counter in one transaction."""
+    def save(
+        self, key: Key, ns: str, name: str, obj: dict[str, Any], rv: int, raw: bytes | None = None
+    ) -> None:
+        """Upsert one object (``raw``: its JSON, when already encoded) and the counter."""
         with self.conn:
             self.conn.execute("BEGIN")
             self.conn.execute(
                 "INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?)",
-                (key[0], key[1], ns, name, orjson.dumps(obj)),
+                (key[0], key[1], ns, name, raw if raw is not None else orjson.dumps(obj)),
             )
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('rv', ?)", (str(rv),))
 

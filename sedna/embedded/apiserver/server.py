@@ -7,15 +7,24 @@ thread owns the asyncio loop, the store and every object in it.
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
+import ipaddress
+import os
+import secrets
+import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from aiohttp import web
+from loguru import logger
 
+from sedna.runtime.messaging.auth import token_valid
+
+from .bodies import MAX_BODY_BYTES
 from .faults import FaultInjector
 from .gc import GarbageCollector
 from .handlers import Handlers
@@ -24,7 +33,8 @@ from .persistence import SQLitePersister
 from .requests import PROCESS_REQUESTS, RequestRecorder
 from .resources import CRD_KEY, Registry
 from .store import Store
-from .watch import WatchHub
+from .tls import make_server_cert
+from .watch import DEFAULT_HISTORY_BYTES, WatchHub
 
 T = TypeVar("T")
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -43,8 +53,28 @@ def _load_yaml(path: Path) -> list[Any]:
     return docs
 
 
+# How long a connection may stay silent: before its first request's headers are
+# complete, and between requests. Watches stream, so they are not idle.
+DEFAULT_IDLE_TIMEOUT = 30.0
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class APIServer:
-    """A kube-apiserver look-alike for the official client and kubectl."""
+    """A kube-apiserver look-alike for the official client and kubectl.
+
+    Every request but the public probes must carry `Authorization: Bearer <token>` with
+    one of `tokens` (one is generated when none is given); the first is `token`, the
+    one `write_kubeconfig` writes. `token_source` may add more at any time: it is
+    called per request (e.g. `sedna.runtime.messaging.file_token_provider`).
+    """
 
     def __init__(
         self,
@@ -53,10 +83,32 @@ class APIServer:
         *,
         db_path: str | Path | None = None,
         history: int = 1000,
+        history_bytes: int = DEFAULT_HISTORY_BYTES,
         pod_logs: Path | None = None,
         schema_validation: bool = True,
+        tokens: Iterable[str] | None = None,
+        token_source: Callable[[], Iterable[str]] | None = None,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        pki_dir: Path | None = None,
     ) -> None:
         self.host = host
+        if not is_loopback(host):
+            logger.warning(
+                "embedded apiserver listens on {}, not a loopback address: anyone who can "
+                "reach it and holds its token can read every Secret",
+                host,
+            )
+        # the certificate's directory (a private temporary one when not given)
+        self._own_pki: tempfile.TemporaryDirectory[str] | None = None
+        if pki_dir is None:
+            self._own_pki = tempfile.TemporaryDirectory(prefix="sedna-apiserver-pki-")
+            pki_dir = Path(self._own_pki.name)
+        self.cert = make_server_cert(Path(pki_dir), host)
+        given = [t for t in (tokens or ()) if t]
+        self.token = given[0] if given else secrets.token_urlsafe(32)
+        self._tokens = frozenset([self.token, *given])
+        self._token_source = token_source
+        self.idle_timeout = idle_timeout
         # where the kubelet's container logs are (`sedna.embedded.pod_logs`); None: no kubelet
         self.pod_logs = pod_logs
         self._port = port
@@ -64,7 +116,7 @@ class APIServer:
         # every distinct call by user agent (the RBAC tests compare the GM's with its RBAC)
         self.requests = RequestRecorder(also=PROCESS_REQUESTS)
         self.registry = Registry()
-        self.hub = WatchHub(history)
+        self.hub = WatchHub(history, history_bytes)
         self.persister = SQLitePersister(db_path) if db_path is not None else None
         self.store = Store(self.hub, self.persister)
         # custom resources checked against their CRD's schema (schema_validation.py)
@@ -90,6 +142,21 @@ class APIServer:
         self.store.rv = max(self.store.rv, rv)
         self.hub.compacted_rv = self.store.rv
 
+    def authenticated(self, authorization: str | None) -> bool:
+        """True when the header carries one of the valid bearer tokens."""
+        if not authorization:
+            return False
+        scheme, _, candidate = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        tokens: Iterable[str] = self._tokens
+        if self._token_source is not None:
+            try:
+                tokens = self._tokens | frozenset(self._token_source())
+            except Exception as exc:
+                logger.error("embedded apiserver: token source failed ({})", type(exc).__name__)
+        return token_valid(candidate.strip(), tokens)
+
     # ---- lifecycle -----------------------------------------------------------------
     @property
     def port(self) -> int:
@@ -99,7 +166,7 @@ class APIServer:
     @property
     def url(self) -> str:
         """Base URL for clients."""
-        return f"http://{self.host}:{self._port}"
+        return f"https://{self.host}:{self._port}"
 
     def start(self) -> None:
         """Serve in a daemon thread; returns once the socket listens."""
@@ -129,14 +196,22 @@ class APIServer:
 
     async def _serve(self) -> None:
         app = web.Application(
-            client_max_size=64 * 1024 * 1024, handler_args={"max_field_size": 65536}
+            client_max_size=MAX_BODY_BYTES,
+            handler_args={"max_field_size": 65536, "keepalive_timeout": self.idle_timeout},
         )
         app.router.add_route("*", "/{tail:.*}", Handlers(self).handle)
         self._runner = web.AppRunner(
             app, access_log=None, handle_signals=False, shutdown_timeout=0.5
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self._port, backlog=1024, reuse_address=True)
+        site = web.TCPSite(
+            self._runner,
+            self.host,
+            self._port,
+            backlog=1024,
+            reuse_address=True,
+            ssl_context=self.cert.context(),
+        )
         await site.start()
         server = site._server
         assert server is not None
@@ -162,6 +237,9 @@ class APIServer:
             self.persister.close()
             self.persister = None
             self.store.persister = None
+        if self._own_pki is not None:
+            self._own_pki.cleanup()
+            self._own_pki = None
 
     def __enter__(self) -> APIServer:
         self.start()
@@ -212,8 +290,16 @@ class APIServer:
         cfg = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "embedded", "cluster": {"server": self.url}}],
-            "users": [{"name": "embedded", "user": {"token": "embedded"}}],
+            "clusters": [
+                {
+                    "name": "embedded",
+                    "cluster": {
+                        "server": self.url,
+                        "certificate-authority-data": base64.b64encode(self.cert.cert_pem).decode(),
+                    },
+                }
+            ],
+            "users": [{"name": "embedded", "user": {"token": self.token}}],
             "contexts": [
                 {
                     "name": "embedded",
@@ -223,4 +309,24 @@ class APIServer:
             "current-context": "embedded",
             "preferences": {},
         }
-        Path(path).write_text(yaml.safe_dump(cfg, sort_keys=False))
+        # It holds the token: readable by its owner only, from the first byte.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(yaml.safe_dump(cfg, sort_keys=False))
+        os.chmod(path, 0o600)
+
+    def client_configuration(self) -> Any:
+        """A `kubernetes.client.Configuration` for this server, with its token."""
+        import kubernetes
+
+        cfg = kubernetes.client.Configuration()
+        cfg.host = self.url
+        cfg.ssl_ca_cert = str(self.cert.cert_file)
+        cfg.api_key = {"authorization": self.token}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+        return cfg
+
+    @property
+    def configuration(self) -> Any:
+        """A fresh client configuration (as `client_configuration`), like a remote cluster's."""
+        return self.client_configuration()

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from .bodies import encode_object
+from .errors import APIError
 from .watch import Event, WatchHub
 
 Key = tuple[str, str]
@@ -26,7 +28,9 @@ def _etcd_order(oid: tuple[str, str]) -> str:
 class Persister(Protocol):
     """Write-through storage (``persistence.SQLitePersister``)."""
 
-    def save(self, key: Key, ns: str, name: str, obj: dict[str, Any], rv: int) -> None: ...
+    def save(
+        self, key: Key, ns: str, name: str, obj: dict[str, Any], rv: int, raw: bytes | None = None
+    ) -> None: ...
 
     def delete(self, key: Key, ns: str, name: str, rv: int) -> None: ...
 
@@ -104,9 +108,19 @@ class Store:
 
     def put(self, key: Key, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
         """Store a new version (ADDED if ``old`` is None, else MODIFIED) with a fresh rv."""
-        rv = self.next_rv()
+        rv = self.rv + 1
         meta = obj["metadata"]
+        previous_rv = meta.get("resourceVersion")
         meta["resourceVersion"] = str(rv)
+        try:
+            raw = encode_object(obj)  # refuse what could not be served back, before storing
+        except APIError:
+            if previous_rv is None:
+                meta.pop("resourceVersion", None)
+            else:
+                meta["resourceVersion"] = previous_rv
+            raise
+        self.rv = rv
         ns = meta.get("namespace", "")
         name = meta["name"]
         self.objects.setdefault(key, {})[(ns, name)] = obj
@@ -115,8 +129,8 @@ class Store:
             self._unindex(oid, old)
         self._index(oid, obj)
         if self.persister is not None:
-            self.persister.save(key, ns, name, obj, rv)
-        self.hub.publish(Event("ADDED" if old is None else "MODIFIED", key, ns, obj, old, rv))
+            self.persister.save(key, ns, name, obj, rv, raw)
+        self.hub.publish(Event("ADDED" if old is None else "MODIFIED", key, ns, obj, old, rv, raw))
         return obj
 
     def remove(self, key: Key, obj: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,8 @@
 """The watch hub: retained event history and live subscribers.
 
-Every committed write becomes one ``Event``; the hub keeps the last ``history`` of them
+Every committed write becomes one ``Event``; the hub keeps the last ``history`` of them,
+and no more than ``history_bytes`` of their JSON (a count alone lets a few large
+objects pin gigabytes),
 (so a client can resume from a resourceVersion) and pushes each to the queues of the
 live watchers of that resource. Everything here runs on the server's event loop thread.
 """
@@ -16,6 +18,8 @@ from typing import Any
 import orjson
 
 from .selectors import Matcher
+
+DEFAULT_HISTORY_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(eq=False)
@@ -75,9 +79,11 @@ def translate(ev: Event, matcher: Matcher | None) -> str | None:
 class WatchHub:
     """History ring plus fan-out to watchers, indexed by resource."""
 
-    def __init__(self, history: int) -> None:
+    def __init__(self, history: int, history_bytes: int = DEFAULT_HISTORY_BYTES) -> None:
         self.history: deque[Event] = deque()
         self.limit = max(1, history)
+        self.byte_limit = max(1, history_bytes)
+        self.bytes = 0
         # events with rv <= compacted_rv are gone; a watch from rv < compacted_rv gets 410
         self.compacted_rv = 0
         self.watchers: dict[tuple[str, str], set[Watcher]] = {}
@@ -85,8 +91,13 @@ class WatchHub:
     def publish(self, ev: Event) -> None:
         """Record and fan out one event."""
         self.history.append(ev)
-        if len(self.history) > self.limit:
-            self.compacted_rv = self.history.popleft().rv
+        self.bytes += len(ev.raw())
+        while len(self.history) > self.limit or (
+            self.bytes > self.byte_limit and len(self.history) > 1
+        ):
+            gone = self.history.popleft()
+            self.bytes -= len(gone.raw())
+            self.compacted_rv = gone.rv
         subs = self.watchers.get(ev.key)
         if subs:
             for w in subs:
@@ -95,7 +106,7 @@ class WatchHub:
     def compact(self, rv: int) -> None:
         """Forget all history up to ``rv`` (fault injection: forces 410 for older watches)."""
         while self.history and self.history[0].rv <= rv:
-            self.history.popleft()
+            self.bytes -= len(self.history.popleft().raw())
         self.compacted_rv = max(self.compacted_rv, rv)
 
     def too_old(self, rv: int) -> bool:

@@ -30,7 +30,48 @@ from loguru import logger
 from sedna.runtime.config import ConfigError, TLSConfig
 
 TokenProvider = Callable[[], Iterable[str]]
+NodeTokenProvider = Callable[[str], Iterable[str]]
 SECRET_TOKEN_KEY = "token"
+NODE_TOKEN_SECRET_PREFIX = "sedna-lc-token-"
+NODE_LABEL = "sedna.io/lc-node"
+
+
+def node_token_secret_name(node: str) -> str:
+    """The Secret that holds the token of node (node names are DNS subdomains)."""
+    return NODE_TOKEN_SECRET_PREFIX + node
+
+
+def node_token_provider(
+    get_secret: Callable[[str, str], Mapping[str, Any] | None], namespace: str
+) -> NodeTokenProvider:
+    """Per-node tokens: node -> the tokens in Secret `namespace/sedna-lc-token-<node>`.
+
+    A token proves one node only; the Secret's `sedna.io/lc-node` label must name the
+    same node (a Secret copied under another name grants nothing).
+    """
+
+    def provide(node: str) -> frozenset[str]:
+        secret = get_secret(namespace, node_token_secret_name(node))
+        if secret is None:
+            return frozenset()
+        labels = (secret.get("metadata") or {}).get("labels") or {}
+        if labels.get(NODE_LABEL) != node:
+            logger.error(
+                "node token secret {}/{} lacks label {}={}; refusing that node",
+                namespace,
+                node_token_secret_name(node),
+                NODE_LABEL,
+                node,
+            )
+            return frozenset()
+        return secret_token_provider(lambda _ns, _name: secret, f"{namespace}/x")()
+
+    return provide
+
+
+def credential_id(token: str | None) -> str | None:
+    """A stable identity of a credential that does not reveal it (for replace decisions)."""
+    return None if token is None else hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
 def parse_tokens(text: str) -> frozenset[str]:
@@ -150,10 +191,29 @@ def token_valid(candidate: str | None, tokens: Iterable[str]) -> bool:
     return ok
 
 
+def peer_common_name(cert: Mapping[str, Any] | None) -> str | None:
+    """The CN of a verified peer certificate (`SSLObject.getpeercert()`), if any."""
+    if not cert:
+        return None
+    for rdn in cert.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return str(value)
+    return None
+
+
 def server_ssl_context(tls: TLSConfig) -> ssl.SSLContext:
     """The wss context from websocket.tls; errors name the config key, not a traceback."""
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if tls.clientCAFile:
+        try:
+            ctx.load_verify_locations(cafile=tls.clientCAFile)
+        except (ssl.SSLError, OSError) as exc:
+            raise ConfigError(
+                f"websocket.tls.clientCAFile: cannot load {tls.clientCAFile}: {exc}"
+            ) from None
+        ctx.verify_mode = ssl.CERT_REQUIRED
     try:
         ctx.load_cert_chain(certfile=tls.certFile, keyfile=tls.keyFile)
     except FileNotFoundError as exc:

@@ -77,11 +77,16 @@ class NodeDeletionHandler:
     job may name a node before that node registers.
     """
 
-    def __init__(self, forget: Callable[[str], int]) -> None:
+    def __init__(
+        self, forget: Callable[[str], int], known: Callable[[str], None] | None = None
+    ) -> None:
         self._forget = forget
+        self._known = known
 
     def on_add(self, obj: Mapping[str, Any]) -> None:
-        pass
+        name = (obj.get("metadata") or {}).get("name")
+        if self._known is not None and isinstance(name, str) and name:
+            self._known(name)
 
     def on_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         pass

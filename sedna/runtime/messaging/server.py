@@ -41,6 +41,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from http import HTTPStatus
 from typing import Any
@@ -54,9 +56,12 @@ from sedna.runtime.clock import Clock, RealClock
 from sedna.runtime.config import ConfigError, WebsocketConfig
 from sedna.runtime.informers import HandlerRegistration, SharedInformer
 from sedna.runtime.messaging.auth import (
+    NodeTokenProvider,
     TokenProvider,
     bearer_token,
+    credential_id,
     file_token_provider,
+    peer_common_name,
     server_ssl_context,
     token_valid,
 )
@@ -67,6 +72,7 @@ from sedna.runtime.messaging.forgetting import (
 )
 from sedna.runtime.messaging.log_limit import LogLimiter
 from sedna.runtime.messaging.queues import NodeQueue, Outgoing, QueueRetired
+from sedna.runtime.messaging.routes import PendingReports, RouteTable, key_of
 from sedna.runtime.messaging.upstream import DEFAULT_BACKLOG, Dispatch, UpstreamDispatcher
 from sedna.runtime.messaging.wire import (
     CREDENTIAL_ANNOTATION,
@@ -125,10 +131,13 @@ class _LoopWaker:
 class _Connection:
     """One LC connection as seen by its reader and writer."""
 
-    __slots__ = ("closed", "event", "node", "waker", "writer", "ws")
+    __slots__ = ("closed", "credential", "event", "node", "waker", "writer", "ws")
 
-    def __init__(self, node: str, ws: ServerConnection, waker: _LoopWaker) -> None:
+    def __init__(
+        self, node: str, ws: ServerConnection, waker: _LoopWaker, credential: str | None
+    ) -> None:
         self.node = node
+        self.credential = credential
         self.ws = ws
         self.waker = waker
         self.event = asyncio.Event()
@@ -167,6 +176,8 @@ class MessageLayer:
         upstream_backlog: int = DEFAULT_BACKLOG,
         upstream_workers_per_kind: int = 1,
         clock: Clock | None = None,
+        node_token_provider: NodeTokenProvider | None = None,
+        node_addresses: Callable[[str], Iterable[str] | None] | None = None,
     ) -> None:
         self._settings = settings
         self._metrics = metrics
@@ -177,8 +188,27 @@ class MessageLayer:
         self._reject_log = LogLimiter(burst=5, window=self._reject_log_window)
         self._tls = settings.tls.enabled
         self._limit = settings.maxFrameBytes
-        self._auth_required = settings.auth == "token"
-        if self._auth_required and token_provider is None:
+        self._auth_mode = settings.auth
+        self._auth_required = settings.auth in ("token", "node")
+        self._node_tokens = node_token_provider
+        self._node_addresses = node_addresses
+        if settings.nodeAddressBinding and node_addresses is None:
+            raise ConfigError(
+                "websocket.nodeAddressBinding needs the caller to pass node_addresses "
+                "(the addresses of a Node by name)"
+            )
+        self._client_certs = bool(settings.tls.enabled and settings.tls.clientCAFile)
+        # the credential of each connection between its handshake and its handler
+        self._credentials: weakref.WeakKeyDictionary[ServerConnection, str | None] = (
+            weakref.WeakKeyDictionary()
+        )
+        if settings.auth == "node":
+            if node_token_provider is None:
+                raise ConfigError(
+                    "websocket.auth: 'node' needs the caller to pass node_token_provider "
+                    "(auth.node_token_provider over the Secrets of websocket.nodeTokenNamespace)"
+                )
+        elif self._auth_required and token_provider is None:
             if settings.tokenFile:
                 token_provider = file_token_provider(settings.tokenFile)
             elif settings.tokenSecret:
@@ -197,9 +227,22 @@ class MessageLayer:
             self.upstream,
             metrics,
             backlog=upstream_backlog,
+            per_node=settings.maxReportsPerNode,
+            max_bytes=settings.maxReportBytes,
             workers_per_kind=upstream_workers_per_kind,
+            clock=self._clock,
+        )
+        self._authorize = settings.authorizeReports
+        self.routes = RouteTable()
+        self._pending = PendingReports(
+            settings.maxUnroutedReportsPerNode,
+            settings.unroutedReportGraceSeconds,
+            self._clock.now,
+            max_bytes=settings.maxUnroutedReportBytes,
         )
         self._lock = threading.Lock()
+        # names of the cluster's Nodes, once watch_nodes hooks an informer up (None before)
+        self._known_nodes: set[str] | None = None
         self._queues: dict[str, NodeQueue] = {}
         self._conns: dict[str, _Connection] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -226,6 +269,12 @@ class MessageLayer:
                 self._settings.address,
                 self._settings.port,
             )
+        if self._auth_mode == "token":
+            logger.warning(
+                "websocket.auth is token (compatibility mode): every LC shares one token, so "
+                "any LC holding it may connect as any node; reports are still authorized "
+                "against the routing. Use auth: node (a token per node) or client certificates"
+            )
         if not self._tls:
             logger.info("LC websocket without TLS (ws://); set websocket.tls for wss://")
         ready = threading.Event()
@@ -251,10 +300,15 @@ class MessageLayer:
             self._sweeper = IdleSweeper(self._idle_ttl, self._clock, self._forget_idle)
             self._sweeper.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Close every connection (1001), stop the loop and the upstream workers."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Close every connection (1001), stop the loop and the upstream workers, all
+        within `timeout` (websocket.shutdownGraceSeconds by default): a peer that does
+        not read, or does not close, cannot hold the GM's shutdown."""
         if self._stopped:
             return
+        if timeout is None:
+            timeout = self._settings.shutdownGraceSeconds
+        deadline = time.monotonic() + timeout
         self._stopped = True
         if self._sweeper is not None:
             self._sweeper.stop()
@@ -263,10 +317,10 @@ class MessageLayer:
             with contextlib.suppress(RuntimeError):  # loop already gone
                 loop.call_soon_threadsafe(stop_event.set)
         if thread is not None:
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
             if thread.is_alive():
                 logger.warning("LC websocket thread did not stop within {} s", timeout)
-        self._dispatcher.stop()
+        self._dispatcher.stop(max(0.1, deadline - time.monotonic()))
         self._metrics.lc_connected_nodes.set(0)
 
     def _run(self, ssl_ctx: Any, ready: threading.Event) -> None:
@@ -295,9 +349,14 @@ class MessageLayer:
                 process_request=self._process_request,
                 ssl=ssl_ctx,
                 max_size=self._limit * _OVERSIZE_FACTOR,
+                # One frame waits while the next is read: with maxConnections this bounds
+                # what all LCs together can make the GM buffer (websocket.maxConnections).
+                max_queue=1,
                 # Go's LC never negotiates permessage-deflate; keep frames as Go sends them.
                 compression=None,
                 server_header="sedna-gm",
+                open_timeout=self._settings.handshakeTimeoutSeconds,
+                close_timeout=min(2.0, self._settings.shutdownGraceSeconds / 2),
             )
         except OSError as exc:
             self._startup_error = exc
@@ -307,7 +366,11 @@ class MessageLayer:
         ready.set()
         await self._stop_event.wait()
         server.close(close_connections=True)
-        await server.wait_closed()
+        try:
+            await asyncio.wait_for(server.wait_closed(), self._settings.shutdownGraceSeconds / 2)
+        except TimeoutError:  # peers that do not finish the closing handshake: cut them off
+            for conn in list(self._conns.values()):
+                conn.ws.transport.abort()
 
     # ---- public API ------------------------------------------------------------------
 
@@ -355,6 +418,7 @@ class MessageLayer:
                 break
             except QueueRetired:
                 continue  # the node was forgotten just now: this message starts its new queue
+        self._route(node_name, header)
         if dropped is not None:
             self._metrics.lc_messages_dropped.labels(kind=dropped.header.kind).inc()
             logger.warning(
@@ -365,6 +429,29 @@ class MessageLayer:
                 dropped.header.kind,
                 dropped.header.namespace,
                 dropped.header.name,
+            )
+
+    def _route(self, node: str, header: Header) -> None:
+        """Every downstream send is routing: reports on this object from this node are allowed
+        while it is routed there (insert/update), and no longer after a delete."""
+        key = key_of(header.kind, header.namespace, header.name)
+        if header.operation == "delete":
+            self.routes.unroute(key, node)
+            return
+        if self.routes.route(key, node):
+            ready, expired = self._pending.release(node, key)
+            for msg in ready:
+                self._hand_on(msg, None)
+            self._reject_unrouted(expired)
+
+    def _reject_unrouted(self, expired: list[UpstreamMessage]) -> None:
+        for msg in expired:
+            header = Header(msg.namespace, msg.kind, msg.name, msg.operation)
+            self._reject(
+                msg.node_name,
+                Reason.NOT_ROUTED,
+                "the GM routed no such object to this node (websocket.authorizeReports)",
+                header,
             )
 
     def register_upstream(self, kind: str, handler: UpstreamHandler) -> None:
@@ -394,7 +481,27 @@ class MessageLayer:
 
         `informer` is a shared informer of core/v1 nodes; the layer only listens to it.
         """
-        return informer.add_event_handler(NodeDeletionHandler(self.forget_node))
+        with self._lock:
+            if self._known_nodes is None:
+                self._known_nodes = set()
+        return informer.add_event_handler(NodeDeletionHandler(self.forget_node, self._know_node))
+
+    def _know_node(self, node: str) -> None:
+        with self._lock:
+            if self._known_nodes is not None:
+                self._known_nodes.add(node)
+
+    def _may_queue(self, node: str) -> bool:
+        """Whether a connection of node gets a queue before the GM routes it anything.
+
+        A node proven by its credential, or one the cluster has a Node for, does; a
+        self-declared name that is neither waits for the GM's first message to it
+        (2,000 made-up names once made 2,000 queues and metric series).
+        """
+        if self._auth_mode == "node" or self._client_certs:
+            return True
+        with self._lock:
+            return node in self._queues or self._known_nodes is None or node in self._known_nodes
 
     def forget_node(self, node_name: str) -> int:
         """The node left the cluster: drop its queue and close its LC (thread-safe).
@@ -402,7 +509,11 @@ class MessageLayer:
         Returns how many waiting messages were dropped. Messages sent afterwards start a
         new queue, and the LC may reconnect; both start fresh.
         """
+        self.routes.forget_node(node_name)
+        self._reject_unrouted(self._pending.drop_node(node_name))
         with self._lock:
+            if self._known_nodes is not None:
+                self._known_nodes.discard(node_name)
             q = self._queues.pop(node_name, None)
             dropped = q.retire() if q is not None else 0
             if q is not None:
@@ -435,6 +546,9 @@ class MessageLayer:
                 gauge = self._metrics.lc_queue_depth.labels(node=node)
                 q = NodeQueue(node, self._settings.maxQueuePerNode, gauge, self._clock.now)
                 self._queues[node] = q
+                waiting = self._conns.get(node)
+                if waiting is not None:
+                    waiting.wake()  # its writer waits for this queue
             return q
 
     def _count_forgotten(self, reason: ForgetReason, messages: int) -> None:
@@ -511,37 +625,154 @@ class MessageLayer:
     async def _process_request(
         self, connection: ServerConnection, request: Request
     ) -> Response | None:
-        """Refuse before the upgrade: 401 without a valid token, 400 without a node name."""
+        """Refuse before the upgrade: 401 without a valid credential, 400 without a node
+        name, 403 when the node name is not the credential's, 409 while the node is
+        connected and answering (or connected with another credential)."""
         names = request.headers.get_all(NODE_NAME_HEADER)
         node = names[0].strip() if len(names) == 1 else ""
         peer = connection.remote_address
+        credential: str | None = None
+        if len(self._conns) >= self._settings.maxConnections:
+            return self._refuse(
+                connection,
+                node,
+                Reason.TOO_MANY_CONNECTIONS,
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                f"{self._settings.maxConnections} LCs connected (websocket.maxConnections)",
+            )
         if self._auth_required:
-            tokens = await asyncio.get_running_loop().run_in_executor(None, self._tokens)
             auth = request.headers.get_all("Authorization")
             candidate = bearer_token(auth[0]) if len(auth) == 1 else None
+            loop = asyncio.get_running_loop()
+            if self._auth_mode == "node":
+                tokens = (
+                    await loop.run_in_executor(None, self._tokens_of, node) if node else frozenset()
+                )
+            else:
+                tokens = await loop.run_in_executor(None, self._tokens)
             if not token_valid(candidate, tokens):
                 self._metrics.lc_messages_rejected.labels(reason=Reason.UNAUTHORIZED.value).inc()
-                logger.warning(
-                    "refused LC connection from {} (node {!r}): {} bearer token",
-                    peer,
+                self._log_refusal(
                     node,
-                    "missing" if candidate is None else "invalid",
+                    Reason.UNAUTHORIZED,
+                    f"refused LC connection from {peer} (node {node!r}): "
+                    f"{'missing' if candidate is None else 'invalid'} bearer token",
                 )
                 response = connection.respond(
                     HTTPStatus.UNAUTHORIZED, "missing or invalid bearer token\n"
                 )
                 response.headers["WWW-Authenticate"] = 'Bearer realm="sedna-gm"'
                 return response
+            credential = credential_id(candidate)
         if not node:
             self._metrics.lc_messages_rejected.labels(reason=Reason.MISSING_NODE_NAME.value).inc()
-            logger.warning("refused LC connection from {}: no single Node-Name header", peer)
+            self._log_refusal(
+                "", Reason.MISSING_NODE_NAME, f"refused LC connection from {peer}: no Node-Name"
+            )
             return connection.respond(HTTPStatus.BAD_REQUEST, "missing Node-Name header\n")
+        if self._settings.nodeAddressBinding:
+            peer_ip = peer[0] if isinstance(peer, tuple) and peer else ""
+            addresses = await asyncio.get_running_loop().run_in_executor(
+                None, self._addresses_of, node
+            )
+            if peer_ip not in addresses:
+                return self._refuse(
+                    connection,
+                    node,
+                    Reason.ADDRESS_MISMATCH,
+                    HTTPStatus.FORBIDDEN,
+                    f"{peer_ip} is not an address of Node {node!r} (websocket.nodeAddressBinding)",
+                )
+        if self._client_certs:
+            ssl_object = connection.transport.get_extra_info("ssl_object")
+            cn = peer_common_name(ssl_object.getpeercert() if ssl_object is not None else None)
+            if cn != node:
+                return self._refuse(
+                    connection,
+                    node,
+                    Reason.NODE_MISMATCH,
+                    HTTPStatus.FORBIDDEN,
+                    f"the client certificate is for {cn!r}, not for node {node!r}",
+                )
+            credential = f"{credential}/cert:{cn}"
+        old = self._conns.get(node)
+        if old is not None:
+            if old.credential != credential:
+                return self._refuse(
+                    connection,
+                    node,
+                    Reason.ALREADY_CONNECTED,
+                    HTTPStatus.CONFLICT,
+                    f"node {node!r} is connected with another credential",
+                )
+            if await self._answers(old):
+                return self._refuse(
+                    connection,
+                    node,
+                    Reason.ALREADY_CONNECTED,
+                    HTTPStatus.CONFLICT,
+                    f"node {node!r} is connected and answers pings",
+                )
+        self._credentials[connection] = credential
         return None
+
+    async def _answers(self, conn: _Connection) -> bool:
+        """Whether conn answers a ping within websocket.replaceProbeSeconds."""
+        try:
+            pong = await conn.ws.ping()
+            await asyncio.wait_for(pong, self._settings.replaceProbeSeconds)
+        except (TimeoutError, ConnectionClosed, RuntimeError):
+            return False
+        return not conn.closed
+
+    def _refuse(
+        self,
+        connection: ServerConnection,
+        node: str,
+        reason: Reason,
+        status: HTTPStatus,
+        detail: str,
+    ) -> Response:
+        self._metrics.lc_messages_rejected.labels(reason=reason.value).inc()
+        self._log_refusal(
+            node, reason, f"refused LC connection from {connection.remote_address}: {detail}"
+        )
+        return connection.respond(status, detail + "\n")
+
+    def _log_refusal(self, node: str, reason: Reason, text: str) -> None:
+        """Refusals are logged rate-limited per node and reason, like rejected frames."""
+        admitted, suppressed = self._reject_log.admit(node or "-", reason.value)
+        if suppressed:
+            logger.warning(
+                "{} more LC connection(s) for node {!r} refused ({}) in the last {:.0f} s",
+                suppressed,
+                node,
+                reason.value,
+                self._reject_log_window,
+            )
+        if admitted:
+            logger.warning("{}", text)
+
+    def _addresses_of(self, node: str) -> frozenset[str]:
+        assert self._node_addresses is not None
+        try:
+            return frozenset(self._node_addresses(node) or ())
+        except Exception as exc:
+            logger.error("node address lookup failed ({}); refusing node {}", exc, node)
+            return frozenset()
+
+    def _tokens_of(self, node: str) -> frozenset[str]:
+        assert self._node_tokens is not None
+        try:
+            return frozenset(self._node_tokens(node))
+        except Exception as exc:
+            logger.error("node token provider failed ({}); refusing LCs", type(exc).__name__)
+            return frozenset()
 
     async def _handle(self, ws: ServerConnection) -> None:
         node = ws.request.headers[NODE_NAME_HEADER].strip() if ws.request else ""
         assert self._waker is not None
-        conn = _Connection(node, ws, self._waker)
+        conn = _Connection(node, ws, self._waker, self._credentials.pop(ws, None))
         with self._lock:
             old = self._conns.get(node)
             self._conns[node] = conn
@@ -558,7 +789,8 @@ class MessageLayer:
             logger.info("node {} connected from {}", node, ws.remote_address)
         try:
             if not conn.closed:  # not already replaced by a third connection
-                conn.writer = asyncio.create_task(self._write_loop(conn, self._queue_for(node)))
+                q = self._queue_for(node) if self._may_queue(node) else None
+                conn.writer = asyncio.create_task(self._write_loop(conn, q))
                 await self._read_loop(conn)
         finally:
             conn.stop()
@@ -589,7 +821,14 @@ class MessageLayer:
             old.ws.transport.abort()  # a dead peer: do not wait for its TCP buffers
             await asyncio.wait({old.writer})
 
-    async def _write_loop(self, conn: _Connection, q: NodeQueue) -> None:
+    async def _write_loop(self, conn: _Connection, q: NodeQueue | None) -> None:
+        while q is None:  # an unknown node: its queue starts with the GM's first message
+            if conn.closed:
+                return
+            conn.event.clear()
+            q = self._queues.get(conn.node)
+            if q is None:
+                await conn.event.wait()
         try:
             while not conn.closed:
                 conn.event.clear()
@@ -598,7 +837,19 @@ class MessageLayer:
                     await conn.event.wait()
                     continue
                 try:
-                    await conn.ws.send(msg.frame)
+                    await asyncio.wait_for(
+                        conn.ws.send(msg.frame), self._settings.writeTimeoutSeconds
+                    )
+                except TimeoutError:
+                    self._requeue(q, msg)
+                    logger.warning(
+                        "node {} took no frame for {:g} s (websocket.writeTimeoutSeconds): "
+                        "disconnected, its queue is kept",
+                        conn.node,
+                        self._settings.writeTimeoutSeconds,
+                    )
+                    conn.ws.transport.abort()
+                    return
                 except BaseException as exc:
                     self._requeue(q, msg)
                     if isinstance(exc, ConnectionClosed):
@@ -649,8 +900,12 @@ class MessageLayer:
                 try:
                     self._on_frame(conn.node, data)
                 except Exception as exc:  # a bug here must not cost the node its connection
-                    logger.opt(exception=exc).error(
-                        "internal error on a frame from node {}", conn.node
+                    # counted and rate-limited like any rejection; no traceback flood
+                    self._reject(
+                        conn.node,
+                        Reason.INTERNAL_ERROR,
+                        f"the frame could not be handled ({type(exc).__name__})",
+                        None,
                     )
         except ConnectionClosed:
             pass
@@ -721,7 +976,33 @@ class MessageLayer:
             name=header.name,
             operation=header.operation,
             content=content,
+            received_at=self._clock.wall().timestamp(),
+            size=size,
         )
+        if (
+            self._authorize
+            and not self.upstream.node_checked(header.kind)
+            and not self.routes.allows(key_of(header.kind, header.namespace, header.name), node)
+        ):
+            held, expired = self._pending.hold(msg)
+            self._reject_unrouted(expired)
+            if held:
+                logger.debug(
+                    "holding a report from node {} for {} {}/{} until it is routed there",
+                    node,
+                    header.kind,
+                    header.namespace,
+                    header.name,
+                )
+            else:
+                self._reject_unrouted([msg])
+            return
+        self._hand_on(msg, header)
+
+    def _hand_on(self, msg: UpstreamMessage, header: Header | None) -> None:
+        """Give an authorized report to its kind's workers (from any thread)."""
+        if header is None:
+            header = Header(msg.namespace, msg.kind, msg.name, msg.operation)
         outcome = self._dispatcher.dispatch(msg)
         if outcome is not Dispatch.QUEUED:
             detail = (
@@ -732,6 +1013,6 @@ class MessageLayer:
             reason = (
                 Reason.UNKNOWN_KIND if outcome is Dispatch.NO_HANDLER else Reason.HANDLER_BACKLOG
             )
-            self._reject(node, reason, detail, header)
+            self._reject(msg.node_name, reason, detail, header)
             return
         self._metrics.lc_messages_received.labels(kind=header.kind).inc()

@@ -2,36 +2,51 @@
 
 Which handler serves a kind is the runtime's `UpstreamRegistry` (shared with any
 other transport); *where* it runs is decided here. Handlers are feature code that
-writes to the API server (a status update is a GET and a PUT, retried on conflict),
-so they must never run on the websocket loop: one slow API call would stop every
-node's traffic. Each kind gets its own worker threads fed by its own queue, so a
-slow or failing handler of one kind never delays another kind, and the socket
-readers only ever do a non-blocking put.
+writes to the API server, so they never run on the websocket loop, and each kind
+has worker threads of its own: a slow handler of one kind never delays another.
 
-Within a kind, messages are sharded over the workers by namespace/name: reports for
-one object are handled in the order the LC sent them (a job's conditions are
-appended in order), while different objects may proceed in parallel.
+No accepted report is lost to a transient API error. Handlers run inside
+`report_context`, so the runtime's status writers retry 5xx, 429 and lost answers
+with backoff until the write lands or the object is gone; a transient error that
+escapes a handler (a failed read) runs the handler again after a backoff. Go's GM,
+and ours before, dropped the report on any error but 409.
 
-Each kind's queue is bounded: if a handler falls that far behind, further reports
-for the kind are refused (and counted) instead of growing memory; the LC reports
-again on its next state change.
+Order and fairness: within a kind, reports are sharded over the workers by
+namespace/name, so the reports for one object are handled in the order they came.
+Each worker keeps one queue per node and takes from them in turn, so one node's flood
+waits behind itself only. A node's queue holds at most `per_node` reports: beyond
+that its oldest is dropped and counted (lc_reports_dropped); the whole kind holds at
+most `backlog` reports and `max_bytes` of them, beyond which new reports are refused
+(lc_messages_rejected).
+
+A kind's staleness hook (`UpstreamRegistry.register(..., stale=...)`) is asked right
+before the handler: a report older than what the object records is skipped and
+counted (lc_reports_stale).
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import queue
 import threading
 import time
 import zlib
+from collections import deque
 
 from loguru import logger
 
+from sedna.runtime.clock import Clock, RealClock
+from sedna.runtime.kube.status import REPORT_BACKOFF_INITIAL, REPORT_BACKOFF_MAX, is_transient
 from sedna.runtime.metrics import Metrics
-from sedna.runtime.upstream import UpstreamHandler, UpstreamMessage, UpstreamRegistry
+from sedna.runtime.upstream import (
+    UpstreamHandler,
+    UpstreamMessage,
+    UpstreamRegistry,
+    report_context,
+)
 
 DEFAULT_BACKLOG = 10_000
+DEFAULT_PER_NODE = 1_000
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 
 
 class Dispatch(enum.Enum):
@@ -42,17 +57,99 @@ class Dispatch(enum.Enum):
     BACKLOG_FULL = "backlog_full"
 
 
+class _FairQueue:
+    """Per-node FIFOs served round-robin; bounded per node (drop oldest) and in total."""
+
+    def __init__(self, per_node: int, total: int, max_bytes: int) -> None:
+        self._per_node = max(1, per_node)
+        self._total = max(1, total)
+        self._max_bytes = max(1, max_bytes)
+        self._bytes = 0
+        self._cond = threading.Condition()
+        self._nodes: dict[str, deque[UpstreamMessage]] = {}
+        self._ring: deque[str] = deque()  # nodes with waiting reports, in serving order
+        self._size = 0
+        self.closed = False
+
+    def put(self, msg: UpstreamMessage) -> tuple[bool, UpstreamMessage | None]:
+        """(accepted, the oldest report dropped for it or None)."""
+        with self._cond:
+            if self.closed:
+                return False, None
+            q = self._nodes.get(msg.node_name)
+            dropped = None
+            if q is not None and len(q) >= self._per_node:
+                dropped = q.popleft()
+                self._size -= 1
+                self._bytes -= dropped.size
+            elif self._size >= self._total or self._bytes + msg.size > self._max_bytes:
+                return False, None
+            if q is None:
+                q = self._nodes[msg.node_name] = deque()
+                self._ring.append(msg.node_name)
+            q.append(msg)
+            self._size += 1
+            self._bytes += msg.size
+            self._cond.notify()
+            return True, dropped
+
+    def get(self) -> UpstreamMessage | None:
+        """The next report, round-robin over nodes; None once closed and drained."""
+        with self._cond:
+            while not self._ring:
+                if self.closed:
+                    return None
+                self._cond.wait()
+            node = self._ring.popleft()
+            q = self._nodes[node]
+            msg = q.popleft()
+            self._size -= 1
+            self._bytes -= msg.size
+            if q:
+                self._ring.append(node)
+            else:
+                del self._nodes[node]
+            return msg
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return self._size
+
+
 class _KindWorkers:
     """The queues and threads of one kind."""
 
     def __init__(
-        self, kind: str, handler: UpstreamHandler, workers: int, backlog: int, metrics: Metrics
+        self,
+        kind: str,
+        handler: UpstreamHandler,
+        registry: UpstreamRegistry,
+        workers: int,
+        backlog: int,
+        per_node: int,
+        max_bytes: int,
+        metrics: Metrics,
+        clock: Clock,
+        stop: threading.Event,
     ) -> None:
         self.kind = kind
         self.handler = handler
+        self._registry = registry
+        self._clock = clock
+        self._stop = stop
+        self._sleep_cond = threading.Condition()
         self._histogram = metrics.upstream_handler_seconds.labels(kind=kind)
-        self.queues: list[queue.Queue[UpstreamMessage | None]] = [
-            queue.Queue(maxsize=max(1, backlog // workers)) for _ in range(workers)
+        self._retried = metrics.lc_reports_retried.labels(kind=kind)
+        self._dropped = metrics.lc_reports_dropped.labels(kind=kind)
+        self._stale = metrics.lc_reports_stale.labels(kind=kind)
+        self.queues = [
+            _FairQueue(per_node, max(1, backlog // workers), max(1, max_bytes // workers))
+            for _ in range(workers)
         ]
         self.threads = [
             threading.Thread(target=self._run, args=(q,), name=f"upstream-{kind}-{i}", daemon=True)
@@ -67,21 +164,68 @@ class _KindWorkers:
         else:
             shard = zlib.crc32(f"{msg.namespace}/{msg.name}".encode()) % len(self.queues)
             q = self.queues[shard]
-        try:
-            q.put_nowait(msg)
-        except queue.Full:
-            return False
-        return True
+        accepted, dropped = q.put(msg)
+        if dropped is not None:
+            self._dropped.inc()
+            logger.warning(
+                "reports of node {} for kind {} pile up: dropped its oldest, for {}/{}",
+                dropped.node_name,
+                self.kind,
+                dropped.namespace,
+                dropped.name,
+            )
+        return accepted
 
-    def _run(self, q: queue.Queue[UpstreamMessage | None]) -> None:
+    def wake(self) -> None:
+        with self._sleep_cond:
+            self._sleep_cond.notify_all()
+
+    def _sleep(self, seconds: float) -> None:
+        with self._sleep_cond:
+            if not self._stop.is_set():
+                self._clock.condition_wait(self._sleep_cond, seconds)
+
+    def _run(self, q: _FairQueue) -> None:
+        with report_context(self._sleep, self._stop.is_set):
+            while True:
+                msg = q.get()
+                if msg is None:
+                    return
+                self._apply(msg)
+
+    def _apply(self, msg: UpstreamMessage) -> None:
+        delay = REPORT_BACKOFF_INITIAL
         while True:
-            msg = q.get()
-            if msg is None:
-                return
             start = time.perf_counter()
             try:
+                stale = self._registry.staleness_hook(msg.kind)
+                if stale is not None and stale(msg):
+                    self._stale.inc()
+                    logger.info(
+                        "skipped a stale {} report from node {} for {}/{}",
+                        msg.kind,
+                        msg.node_name,
+                        msg.namespace,
+                        msg.name,
+                    )
+                    return
                 self.handler(msg)
+                return
             except Exception as exc:
+                if is_transient(exc) and not self._stop.is_set():
+                    self._retried.inc()
+                    logger.info(
+                        "{} report from node {} for {}/{}: {}; again in {:.1f} s",
+                        msg.kind,
+                        msg.node_name,
+                        msg.namespace,
+                        msg.name,
+                        exc,
+                        delay,
+                    )
+                    self._sleep(delay)
+                    delay = min(delay * 2, REPORT_BACKOFF_MAX)
+                    continue
                 # The content is not logged: it is LC data and may be large or sensitive.
                 logger.opt(exception=exc).error(
                     "upstream handler for kind {} failed on a report from node {} for {}/{}: {}",
@@ -91,19 +235,14 @@ class _KindWorkers:
                     msg.name,
                     exc,
                 )
+                return
             finally:
                 self._histogram.observe(time.perf_counter() - start)
 
     def stop(self, deadline: float) -> None:
         for q in self.queues:
-            # Reports still waiting are handled first; a full queue loses its oldest one.
-            while True:
-                try:
-                    q.put_nowait(None)
-                    break
-                except queue.Full:
-                    with contextlib.suppress(queue.Empty):
-                        q.get_nowait()
+            q.close()  # reports still waiting are handled first
+        self.wake()
         for t in self.threads:
             t.join(max(0.0, deadline - time.monotonic()))
             if t.is_alive():
@@ -114,7 +253,7 @@ class UpstreamDispatcher:
     """Runs the registry's handlers off the loop; worker threads start with a kind's first report.
 
     Starting them lazily lets features register on the shared registry at any time,
-    through the message layer or directly.
+    through the message layer or directly. `clock` times the retry backoff.
     """
 
     def __init__(
@@ -123,17 +262,24 @@ class UpstreamDispatcher:
         metrics: Metrics,
         *,
         backlog: int = DEFAULT_BACKLOG,
+        per_node: int = DEFAULT_PER_NODE,
+        max_bytes: int = DEFAULT_MAX_BYTES,
         workers_per_kind: int = 1,
+        clock: Clock | None = None,
     ) -> None:
         if workers_per_kind < 1:
             raise ValueError("workers_per_kind must be at least 1")
         self.registry = registry
         self._metrics = metrics
         self._backlog = backlog
+        self._per_node = per_node
+        self._max_bytes = max_bytes
         self._workers = workers_per_kind
+        self._clock: Clock = clock if clock is not None else RealClock()
         self._lock = threading.Lock()
         self._kinds: dict[str, _KindWorkers] = {}
         self._stopped = False
+        self._stop_event = threading.Event()
 
     def handles(self, kind: str) -> bool:
         return self.registry.handler_for(kind) is not None
@@ -151,16 +297,33 @@ class UpstreamDispatcher:
                 workers = self._kinds.get(msg.kind)
                 if workers is None:
                     workers = _KindWorkers(
-                        msg.kind, handler, self._workers, self._backlog, self._metrics
+                        msg.kind,
+                        handler,
+                        self.registry,
+                        self._workers,
+                        self._backlog,
+                        self._per_node,
+                        self._max_bytes,
+                        self._metrics,
+                        self._clock,
+                        self._stop_event,
                     )
                     self._kinds[msg.kind] = workers
         return Dispatch.QUEUED if workers.offer(msg) else Dispatch.BACKLOG_FULL
 
+    def pending(self) -> int:
+        """Reports accepted and not yet handled, over every kind."""
+        with self._lock:
+            kinds = list(self._kinds.values())
+        return sum(len(q) for k in kinds for q in k.queues)
+
     def stop(self, timeout: float = 5.0) -> None:
-        """Let the workers finish what waits, within timeout in total."""
+        """Let the workers finish what waits, within timeout in total; retries end at once."""
         with self._lock:
             self._stopped = True
             kinds = list(self._kinds.values())
         deadline = time.monotonic() + timeout
+        # Waiting reports are still applied once each, but a retry loop gives up now.
+        self._stop_event.set()
         for k in kinds:
             k.stop(deadline)

@@ -25,6 +25,21 @@ from typing import Any
 CREDENTIAL_ANNOTATION = "sedna.io/credential"
 
 _HEADER_FIELDS = ("namespace", "resourceKind", "resourceName", "operation")
+# LC reports are a few levels deep; deeper content would only cost handlers stack
+MAX_DEPTH = 32
+
+
+def _too_deep(value: Any) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
 
 
 class Reason(StrEnum):
@@ -43,6 +58,14 @@ class Reason(StrEnum):
     PLAIN_CREDENTIALS = "plain_credentials"
     UNAUTHORIZED = "unauthorized"
     MISSING_NODE_NAME = "missing_node_name"
+    NOT_ROUTED = "not_routed"
+    NODE_MISMATCH = "node_mismatch"
+    ADDRESS_MISMATCH = "address_mismatch"
+    ALREADY_CONNECTED = "already_connected"
+    INTERNAL_ERROR = "internal_error"
+    TOO_DEEP = "too_deep"
+    TOO_MANY_CONNECTIONS = "too_many_connections"
+    BUFFER_FULL = "buffer_full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +162,10 @@ def decode_frame(text: str) -> tuple[Header, bytes] | None:
         doc = json.loads(text)
     except ValueError as exc:
         raise FrameError(Reason.INVALID_JSON, f"frame is not JSON ({exc})") from None
+    except RecursionError:
+        raise FrameError(Reason.TOO_DEEP, "frame nests too deep") from None
+    if _too_deep(doc):
+        raise FrameError(Reason.TOO_DEEP, f"frame nests deeper than {MAX_DEPTH} levels")
     if not isinstance(doc, dict):
         raise FrameError(Reason.INVALID_JSON, "frame is not a JSON object")
     if "header" not in doc:
@@ -185,6 +212,10 @@ def decode_payload(payload: bytes, header: Header) -> dict[str, Any]:
         raise FrameError(Reason.PAYLOAD_NOT_JSON, "content is not UTF-8 JSON", header) from None
     except ValueError as exc:
         raise FrameError(Reason.PAYLOAD_NOT_JSON, f"content is not JSON ({exc})", header) from None
+    except RecursionError:
+        raise FrameError(Reason.TOO_DEEP, "content nests too deep", header) from None
+    if _too_deep(content):
+        raise FrameError(Reason.TOO_DEEP, f"content nests deeper than {MAX_DEPTH} levels", header)
     if not isinstance(content, dict):
         raise FrameError(Reason.PAYLOAD_NOT_JSON, "content is not a JSON object", header)
     return content

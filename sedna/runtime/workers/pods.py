@@ -40,7 +40,31 @@ def template_spec(job: JobRef, template: Mapping[str, Any], field: str) -> dict[
     for i, c in enumerate(containers):
         if not isinstance(c, Mapping):
             raise job.error(f"{field}.spec.containers[{i}]", "container is not an object")
+        for key in ("env", "volumeMounts"):
+            _list_of_objects(job, c.get(key), f"{field}.spec.containers[{i}].{key}")
+    for key in ("volumes", "initContainers"):
+        _list_of_objects(job, spec.get(key), f"{field}.spec.{key}")
+    meta = template.get("metadata")
+    if meta is not None and not isinstance(meta, Mapping):
+        raise job.error(f"{field}.metadata", "is not an object")
+    for key, kind in (("labels", Mapping), ("annotations", Mapping), ("finalizers", list)):
+        value = (meta or {}).get(key)
+        if value is not None and not isinstance(value, kind):
+            what = "an object" if kind is Mapping else "a list"
+            raise job.error(f"{field}.metadata.{key}", f"is not {what}")
     return json_deepcopy(spec)
+
+
+def _list_of_objects(job: JobRef, value: Any, field: str) -> None:
+    """The builder merges into these lists by key: anything else is the spec's error,
+    named, not a crash of the reconcile (found by fuzzing)."""
+    if value is None:
+        return
+    if not isinstance(value, list):
+        raise job.error(field, "is not a list")
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise job.error(f"{field}[{i}]", "is not an object")
 
 
 def build_worker_pod(

@@ -1,0 +1,107 @@
+"""Request bodies the server accepts: bounded in size and depth, YAML without aliases.
+
+kube-apiserver refuses bodies over 3 MiB (413) and limits how deep JSON and YAML may
+nest. Without those limits a 404-byte YAML alias bomb expands into hundreds of MB,
+and a JSON body nested 300 deep is accepted but cannot be serialized back (orjson
+stops at 255 levels), so every later LIST of its kind would fail. Bodies are
+therefore checked here before any operation sees them, and every object is
+serialized once before it is stored (`encode_object`), so what is stored can always
+be served back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import yaml
+
+from . import errors
+from .errors import APIError
+
+MAX_BODY_BYTES = 3 * 1024 * 1024
+# Deep enough for any CRD schema (Sedna's nest about 40 levels), far below orjson's 255.
+MAX_DEPTH = 128
+
+
+def too_large(size: int, limit: int = MAX_BODY_BYTES) -> APIError:
+    return APIError(
+        413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}, got {size}"
+    )
+
+
+def depth_of(value: Any, limit: int = MAX_DEPTH) -> int:
+    """Nesting depth of a decoded body, iteratively; stops counting past limit."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return depth
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> Any:
+    if depth_of(value, limit) > limit:
+        raise errors.bad_request(f"the request body nests deeper than {limit} levels")
+    return value
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases (the alias bomb) and nesting beyond MAX_DEPTH.
+
+    kubectl never sends YAML with aliases (it converts to JSON first), so refusing
+    them costs no real client anything.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(
+                None, None, "YAML aliases are not accepted", event.start_mark
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"YAML nests deeper than {MAX_DEPTH} levels", None
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def load_yaml(raw: bytes) -> Any:
+    try:
+        return yaml.load(raw, Loader=_BoundedLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise errors.bad_request(f"invalid YAML body: {exc}") from None
+    except RecursionError:
+        raise errors.bad_request("the request body nests too deep") from None
+
+
+def load_json(raw: bytes) -> Any:
+    """orjson's own limit is 1024 levels; ours is checked on the result."""
+    return check_depth(orjson.loads(raw))
+
+
+def encode_object(obj: Any) -> bytes:
+    """The object as it will be served; refuses one that cannot be (depth, size, types)."""
+    try:
+        raw = orjson.dumps(obj)
+    except orjson.JSONEncodeError as exc:
+        raise APIError(
+            422, "Invalid", f"the object cannot be stored and served back: {exc}"
+        ) from None
+    if len(raw) > MAX_BODY_BYTES:
+        raise too_large(len(raw))
+    return raw
