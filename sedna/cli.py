@@ -168,9 +168,7 @@ def _new_plugin(args: argparse.Namespace) -> int:
 
 
 def _apiserver_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--address", default="127.0.0.1", help="a loopback address to listen on (no auth)"
-    )
+    p.add_argument("--address", default="127.0.0.1", help="a loopback address to listen on")
     p.add_argument("--port", type=int, default=6443, help="port (0: any free port)")
     p.add_argument(
         "--kubeconfig", default=".sedna-gm/kubeconfig", help="where to write its kubeconfig"

@@ -33,9 +33,10 @@ class PooledHTTPServer(HTTPServer):
     """HTTPServer whose requests run on a bounded pool of threads."""
 
     def __init__(self, address: tuple[str, int], handler: Any, workers: int, backlog: int) -> None:
-        super().__init__(address, handler)
+        # before binding: a failed bind calls server_close(), which shuts the pool down
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="health")
         self._slots = threading.BoundedSemaphore(workers + backlog)
+        super().__init__(address, handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):

@@ -16,6 +16,7 @@ from kubernetes.dynamic.exceptions import ConflictError
 
 from sedna.embedded import kube_yaml
 from sedna.embedded.apiserver import APIServer
+from sedna.testing import api_client_for
 
 PROJECT = Path(__file__).resolve().parents[2]
 HELM_CANDIDATES = (PROJECT / ".cache" / "helm" / "helm",)
@@ -47,9 +48,7 @@ def fresh_server() -> Iterator[kubernetes.client.ApiClient]:
     """A new, empty API server (schema validation on) and a client for it."""
     srv = APIServer("127.0.0.1", 0)
     srv.start()
-    cfg = kubernetes.client.Configuration()
-    cfg.host = srv.url
-    client = kubernetes.client.ApiClient(cfg)
+    client = api_client_for(srv)
     try:
         yield client
     finally:

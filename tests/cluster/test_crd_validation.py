@@ -19,6 +19,7 @@ import pytest
 from sedna.embedded import kube_yaml
 from sedna.embedded.apiserver import APIServer
 from sedna.embedded.crds import crd_manifests
+from sedna.testing import api_client_for
 from tests.apiserver.helpers import call as raw_call
 
 ApiClient = kubernetes.client.ApiClient
@@ -40,9 +41,7 @@ def server() -> Iterator[APIServer]:
 
 @pytest.fixture(scope="module")
 def client(server: APIServer) -> Iterator[ApiClient]:
-    cfg = kubernetes.client.Configuration()
-    cfg.host = server.url
-    c = ApiClient(cfg)
+    c = api_client_for(server)
     try:
         yield c
     finally:

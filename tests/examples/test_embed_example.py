@@ -58,7 +58,7 @@ def standalone_apiserver(tmp_path: Path) -> Iterator[Path]:
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # the server announces itself once it is ready
-        assert line.startswith("sedna-gm: API server listening on http://127.0.0.1:"), line
+        assert line.startswith("sedna-gm: API server listening on https://127.0.0.1:"), line
         assert kubeconfig.exists()
         yield kubeconfig
     finally:
