@@ -164,6 +164,16 @@ def recorded_pod(cond: Obj) -> str:
 
 _NOTED = ("reason", "message", "lastHeartbeatTime")
 _RETRY_REASON = "RetryAfterFailure"
+# How far along its stage a condition is, and where an LC report would put it.
+_CONDITION_RANK = {
+    C.WAITING: 0,
+    C.READY: 1,
+    C.STARTING: 2,
+    C.RUNNING: 3,
+    C.COMPLETED: 4,
+    C.FAILED: 4,
+}
+_REPORT_RANK = {"waiting": 0, "ready": 1, "completed": 4, "failed": 4}
 
 
 def _intent(cond: Obj) -> str:
@@ -251,7 +261,7 @@ class StageMachine(Controller):
         for dep in feature.dependencies():
             handler = _DependencyHandler(self, dep)
             handler.registration = dep.informer.add_event_handler(handler)
-        ctx.upstream.register(feature.kind, self.handle_report)
+        ctx.upstream.register(feature.kind, self.handle_report, stale=self.stale_report)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -377,6 +387,27 @@ class StageMachine(Controller):
             logger.opt(exception=exc).error("downstream sync of {} {} failed", self.kind, key)
 
     # -- upstream --------------------------------------------------------------------
+
+    def stale_report(self, msg: UpstreamMessage) -> bool:
+        """Whether a report came too late to apply: it never moves a job backwards.
+
+        Reports are for the stage the job is in (the LC answers the latest condition), so
+        one for another stage, or one behind the latest condition of its stage (a
+        duplicate train/ready while the train worker already runs, which would append a
+        second Ready and start a second worker), is skipped and counted by the upstream
+        layer. Malformed reports are not stale: the handler rejects them with a reason.
+        """
+        cached = self.jobs.lister.get(msg.namespace, msg.name)
+        latest = C.latest(C.conditions_of(cached)) if cached is not None else None
+        if latest is None or not isinstance(msg.content, Mapping):
+            return False
+        stage = str(msg.content.get("phase") or "").capitalize()
+        rank = _REPORT_RANK.get(str(msg.content.get("status") or "").lower())
+        if stage not in (C.TRAIN, C.EVAL, C.DEPLOY) or rank is None:
+            return False
+        if stage != latest.get("stage"):
+            return True
+        return rank < _CONDITION_RANK.get(str(latest.get("type") or ""), 0)
 
     def handle_report(self, msg: UpstreamMessage) -> None:
         """An LC's status report: append it as a condition; bad reports only get logged."""
