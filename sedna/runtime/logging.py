@@ -41,7 +41,9 @@ binds kind/job around each sync; the stage machine and the message layer add sta
 node and pod where they know them."""
 
 
-def _json_sink(stream: TextIO) -> Any:
+def json_sink(stream: TextIO) -> Any:
+    """A loguru sink writing one JSON object per line, `FIELDS` at the top level."""
+
     def sink(message: Any) -> None:
         record = message.record
         doc: dict[str, Any] = {
@@ -76,7 +78,7 @@ def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | N
     out = stream or sys.stderr
     logger.remove()
     if fmt == "json":
-        logger.add(_json_sink(out), level=level, backtrace=False, diagnose=False)
+        logger.add(json_sink(out), level=level, backtrace=False, diagnose=False)
     else:
         logger.add(out, level=level, format=TEXT_FORMAT, backtrace=False, diagnose=False)
     logging.basicConfig(handlers=[InterceptHandler()], level=0, force=True)
