@@ -116,7 +116,8 @@ def test_workers_have_sedna_env_labels_and_owner(
     for env, wtype in ((cenv, "cloud"), (eenv, "edge")):
         assert env["NAMESPACE"] == ns
         assert env["SERVICE_NAME"] == SAMPLE
-        assert re.fullmatch(rf"{wtype}worker-[0-9a-f]{{5}}", env["WORKER_NAME"])
+        # Sedna's utilrand alphabet, as `stable_worker_name` draws from it
+        assert re.fullmatch(rf"{wtype}worker-[b-df-hj-np-tv-xz2456-9]{{5}}", env["WORKER_NAME"])
         assert env["MODEL_URL"].startswith("/")  # the storage initializer's local path
         assert env["input_shape"]  # the user's env is kept, first
     for dep, wtype in ((cloud, "Cloud"), (edge, "Edge")):
