@@ -1,4 +1,5 @@
-"""`sedna-gm`: run the GM, list plugins, check a config, print the CRDs and the RBAC.
+"""`sedna-gm`: run the GM, list plugins, check a config, print the CRDs and the RBAC,
+and the authoring commands.
 
 Operator errors (a bad gm.yaml, a broken plugin) end with one line on stderr and exit
 status 2, never a traceback.
@@ -11,7 +12,8 @@ import faulthandler
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
@@ -26,7 +28,21 @@ from sedna.runtime.logging import configure_logging
 EXIT_USAGE = 2
 
 
-def _parser() -> argparse.ArgumentParser:
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its help, its own arguments, and what it runs.
+
+    `needs_config` commands get the loaded gm.yaml (`args.config_obj`); the others run
+    without one (scaffolding, the bare API server).
+    """
+
+    help: str
+    run: Callable[[argparse.Namespace], int]
+    arguments: Callable[[argparse.ArgumentParser], None] = lambda _p: None
+    needs_config: bool = True
+
+
+def _parser(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="sedna-gm", description="GlobalManager for KubeEdge Sedna, built from plugins."
     )
@@ -37,21 +53,11 @@ def _parser() -> argparse.ArgumentParser:
         help="path of gm.yaml (default: $SEDNA_GM_CONFIG, else built-in defaults)",
     )
     sub = p.add_subparsers(dest="command")
-    sub.add_parser("run", help="run the manager (the default)")
-    sub.add_parser("plugins", help="list discovered plugins, their kinds and state")
-    sub.add_parser("check-config", help="validate gm.yaml and print the effective config")
-    crds = sub.add_parser("crds", help="print the CRDs of Sedna's kinds (or write one file each)")
-    crds.add_argument("--dir", help="write sedna.io_<plural>.yaml files into this folder")
-    rbac = sub.add_parser("rbac", help="print the RBAC the enabled features need")
-    rbac.add_argument("--namespace", default="sedna", help="the GM's own namespace")
-    rbac.add_argument("--name", default="sedna-gm", help="ServiceAccount and role name")
-    rbac.add_argument(
-        "--helm", action="store_true", help="as the Helm chart's template (features as values)"
-    )
-    for name in ("run", "plugins", "check-config", "crds", "rbac"):
-        sub.choices[name].add_argument(
-            "--config", default=argparse.SUPPRESS, help="path of gm.yaml"
-        )
+    for name, command in commands.items():
+        sp = sub.add_parser(name, help=command.help)
+        if command.needs_config:
+            sp.add_argument("--config", default=argparse.SUPPRESS, help="path of gm.yaml")
+        command.arguments(sp)
     return p
 
 
@@ -66,21 +72,135 @@ def _fail(message: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    command = args.command or "run"
+    commands = _commands()
+    args = _parser(commands).parse_args(argv)
+    command = commands[args.command or "run"]
     try:
-        config = _load(args.config)
-        if command == "check-config":
-            return _check_config(config, args.config)
-        if command == "plugins":
-            return _list_plugins(config)
-        if command == "crds":
-            return _crds(args.dir)
-        if command == "rbac":
-            return _rbac(config, args.config, args.namespace, args.name, args.helm)
-        return _run(config, args.config or "defaults")
+        if command.needs_config:
+            args.config_obj = _load(args.config)
+        return command.run(args)
     except (ConfigError, PluginError) as exc:
         return _fail(str(exc))
+
+
+def _commands() -> dict[str, Command]:
+    return {
+        "run": Command("run the manager (the default)", _run_command),
+        "plugins": Command(
+            "list discovered plugins and which feature reconciles each Sedna kind",
+            lambda a: _list_plugins(a.config_obj),
+        ),
+        "check-config": Command(
+            "validate gm.yaml and print the effective config",
+            lambda a: _check_config(a.config_obj, a.config),
+        ),
+        "crds": Command(
+            "print the CRDs of Sedna's kinds (or write one file each)",
+            lambda a: _crds(a.dir),
+            _crds_arguments,
+        ),
+        "rbac": Command(
+            "print the RBAC the enabled features need",
+            lambda a: _rbac(a.config_obj, a.config, a.namespace, a.name, a.helm),
+            _rbac_arguments,
+        ),
+        "apiserver": Command(
+            "run only the embedded API server (Sedna's CRDs), for embedders and plugin authors",
+            _apiserver,
+            _apiserver_arguments,
+            needs_config=False,
+        ),
+        "new-plugin": Command(
+            "write a new feature plugin package (entry point, options, controller, test)",
+            _new_plugin,
+            _new_plugin_arguments,
+            needs_config=False,
+        ),
+    }
+
+
+def _crds_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dir", help="write sedna.io_<plural>.yaml files into this folder")
+
+
+def _rbac_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--namespace", default="sedna", help="the GM's own namespace")
+    p.add_argument("--name", default="sedna-gm", help="ServiceAccount and role name")
+    p.add_argument(
+        "--helm", action="store_true", help="as the Helm chart's template (features as values)"
+    )
+
+
+def _new_plugin_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="the feature's name (its entry point and gm.yaml key)")
+    p.add_argument("--kind", default="Model", help="the Sedna kind it reconciles")
+    p.add_argument("--dir", default=".", help="where to create the plugin's directory")
+
+
+def _new_plugin(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sedna.scaffold import ScaffoldError, plan, write
+
+    try:
+        p = plan(args.name, args.kind, Path(args.dir))
+        write(p)
+    except (ScaffoldError, OSError) as exc:
+        return _fail(str(exc))
+    print(f"wrote {p.root}: feature {p.name} ({p.kind}) in package {p.package}")
+    print(f"next: pip install -e '{p.root}[test]' && (cd {p.root} && pytest)")
+    return 0
+
+
+def _apiserver_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--address", default="127.0.0.1", help="a loopback address to listen on (no auth)"
+    )
+    p.add_argument("--port", type=int, default=6443, help="port (0: any free port)")
+    p.add_argument(
+        "--kubeconfig", default=".sedna-gm/kubeconfig", help="where to write its kubeconfig"
+    )
+    p.add_argument("--state-dir", default=None, help="keep objects in DIR/state.db (SQLite)")
+    p.add_argument(
+        "--apply", action="append", default=[], help="manifest file or directory to create"
+    )
+
+
+def _apiserver(args: argparse.Namespace) -> int:
+    import ipaddress
+    import threading
+    from pathlib import Path
+
+    from sedna.embedded.standalone import serve
+
+    try:
+        loopback = ipaddress.ip_address(args.address).is_loopback
+    except ValueError:
+        loopback = args.address == "localhost"
+    if not loopback:
+        # The embedded server does not authenticate its clients: it is for this machine only.
+        return _fail(f"apiserver: --address {args.address}: only loopback addresses are allowed")
+    configure_logging("WARNING")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        serve(
+            address=args.address,
+            port=args.port,
+            kubeconfig=Path(args.kubeconfig),
+            state_dir=Path(args.state_dir) if args.state_dir else None,
+            apply=args.apply,
+            stop=stop,
+            announce=lambda line: print(f"sedna-gm: {line}", flush=True),
+        )
+    except OSError as exc:
+        return _fail(f"apiserver: cannot listen on {args.address}:{args.port}: {exc}")
+    return 0
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    return _run(args.config_obj, args.config or "defaults")
 
 
 def _check_config(config: GMConfig, path: str | None) -> int:
@@ -121,23 +241,37 @@ def _rbac(config: GMConfig, path: str | None, namespace: str, name: str, helm: b
     return 0
 
 
-def _list_plugins(config: GMConfig) -> int:
-    from sedna.plugins.loader import describe_plugins
-
-    rows = describe_plugins(config)
-    header = ("NAME", "DISTRIBUTION", "VERSION", "KINDS", "ENABLED")
-    table = [header, *[(r.name, r.distribution, r.version, r.kinds, r.enabled) for r in rows]]
+def _print_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
+    table = [header, *rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _list_plugins(config: GMConfig) -> int:
+    from sedna.plugins.loader import describe_kinds, describe_plugins
+
+    rows = describe_plugins(config)
+    _print_table(
+        ("NAME", "DISTRIBUTION", "VERSION", "KINDS", "ENABLED"),
+        [(r.name, r.distribution, r.version, r.kinds, r.enabled) for r in rows],
+    )
+    print()
+    _print_table(
+        ("KIND", "FEATURE", "NOTE"),
+        [(k.kind, k.feature, k.note) for k in describe_kinds(rows)],
+    )
     return 0
 
 
 def _run(config: GMConfig, source: str) -> int:
     from sedna.manager import Manager
+    from sedna.plugins import load_plugins
     from sedna.startup import StartupError
 
     configure_logging(config.logging.level, config.logging.format)
+    # Every plugin mistake ends here, before the embedded server or anything else starts.
+    plugins = load_plugins(config, source=source)
     embedded: Any = None
     manager: Manager | None = None
     received: list[str] = []  # a signal may come before the manager exists
@@ -161,7 +295,7 @@ def _run(config: GMConfig, source: str) -> int:
 
             embedded = EmbeddedMode(config)
             config = embedded.prepare()
-        manager = Manager(config, config_source=source)
+        manager = Manager(config, config_source=source, plugins=plugins)
         if received:
             manager.request_stop(received[0])
         manager.start()

@@ -8,7 +8,7 @@ caches sync, the edge server listens, then the controllers' workers start.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,11 +16,13 @@ from dependency_injector import providers
 from loguru import logger
 
 from sedna.plugins import LoadedPlugins, PluginError, load_plugins
+from sedna.plugins.kinds import KindsUnknown, check_foreign_kinds, warn_unreconciled
 from sedna.runtime.config import GMConfig
 from sedna.runtime.container import RuntimeContainer
 from sedna.runtime.context import ControllerContext
 from sedna.runtime.health import HealthServer
-from sedna.runtime.kube import NODES, KubeConfigError
+from sedna.runtime.host import FeatureHost, FeatureStartError, HostedFeature, build_context
+from sedna.runtime.kube import NODES, KubeClient, KubeConfigError
 from sedna.runtime.leader import LeaderElector
 from sedna.runtime.observability import informers_of
 from sedna.runtime.plugin_api import FeatureController
@@ -45,7 +47,9 @@ class Manager:
         config_source: str = "gm.yaml",
         cache_sync_timeout: float = 60.0,
         use_entry_points: bool = True,
+        plugins: LoadedPlugins | None = None,
     ) -> None:
+        """`plugins`, if given, are used as loaded (the CLI loads them before anything starts)."""
         self.config = config
         self.container = container if container is not None else RuntimeContainer(config=config)
         if container is not None:
@@ -54,7 +58,7 @@ class Manager:
         self._use_entry_points = use_entry_points
         self._source = config_source
         self._sync_timeout = cache_sync_timeout
-        self.plugins: LoadedPlugins | None = None
+        self.plugins: LoadedPlugins | None = plugins
         self.features: list[_RunningFeature] = []
         self.health: HealthServer | None = None
         self._stopped = threading.Event()
@@ -66,6 +70,7 @@ class Manager:
         self._uses_message_layer = False
         # What was started, so stop() closes exactly that (providers build lazily).
         self._running: list[tuple[str, Any]] = []
+        self._host: FeatureHost | None = None  # the features and the runtime they run on
         # Leader election: controllers start on the elector's thread, stop() on the caller's.
         self.elector: LeaderElector | None = None
         self._activation_lock = threading.Lock()
@@ -92,21 +97,7 @@ class Manager:
     def context(
         self, feature_name: str = "", options: Any = None, workers: int = 1
     ) -> ControllerContext:
-        c = self.container
-        return ControllerContext(
-            config=self.config,
-            kube=c.kube(),
-            informers=c.informers(),
-            send=c.downstream(),
-            upstream=c.upstream(),
-            events=c.events(),
-            metrics=c.metrics(),
-            worker_runtime=c.worker_runtime(),
-            clock=c.clock(),
-            feature_name=feature_name,
-            options=options,
-            workers=workers,
-        )
+        return build_context(self.container, self.config, feature_name, options, workers)
 
     def start(self) -> None:
         """Start serving; with leader election, only the leader builds and runs features.
@@ -130,9 +121,10 @@ class Manager:
             )
         self._uses_message_layer = not self.container.downstream.overridden
         try:
-            self.container.kube()
+            kube = self.container.kube()
         except KubeConfigError as exc:  # an operator error: one line, no traceback
             raise StartupError(f"cannot configure the Kubernetes client: {exc}") from None
+        self._check_kinds(plugins, kube)
         try:
             self._start_health()
             if self.config.leaderElection.enabled:
@@ -145,37 +137,50 @@ class Manager:
             raise
         self._started = True
 
+    def _check_kinds(self, plugins: LoadedPlugins, kube: KubeClient) -> None:
+        """Fail on a claimed kind the cluster lacks; warn about kinds nobody reconciles."""
+        try:
+            check_foreign_kinds(plugins.foreign_kinds(), kube)
+        except KindsUnknown as exc:
+            raise StartupError(str(exc)) from None
+        except Exception as exc:  # the API server is not reachable: the informers will say so
+            logger.warning("cannot check the installed kinds: {}", exc)
+            return
+        installed = [p.name for p in plugins.discovered]
+        try:
+            warn_unreconciled(kube, plugins.reconciled_kinds(), installed)
+        except Exception as exc:
+            logger.warning("cannot check the installed kinds: {}", exc)
+
     def _activate(self) -> None:
         """Build the features, sync the caches, open the edge server, run the controllers."""
         with self._activation_lock:
             if self._shutting_down:
                 return
             plugins = self.load()
+            host = FeatureHost(
+                self.container,
+                config=self.config,
+                cache_sync_timeout=self._sync_timeout,
+                on_built=self._features_built,
+            )
+            self._host = host
             for loaded in plugins.features:
-                ctx = self.context(loaded.feature.name, loaded.options, loaded.workers)
-                try:
-                    controller = loaded.feature.factory(ctx)
-                except Exception as exc:
-                    raise StartupError(
-                        f"plugin {loaded.plugin}: feature {loaded.feature.name} failed to "
-                        f"start: {type(exc).__name__}: {exc}"
-                    ) from exc
-                self.features.append(
-                    _RunningFeature(
-                        loaded.feature.name, loaded.plugin, controller, tuple(loaded.feature.kinds)
-                    )
+                host.add(
+                    loaded.feature,
+                    loaded.options,
+                    workers=loaded.workers,
+                    validated=True,
+                    plugin=loaded.plugin,
                 )
-                logger.info(
-                    "feature {} (plugin {}) ready: kinds {}, {} worker(s)",
-                    loaded.feature.name,
-                    loaded.plugin,
-                    ", ".join(loaded.feature.kinds) or "-",
-                    loaded.workers,
-                )
-            self._observe_features()
-            self._start_runtime()
-            for feature in self.features:
-                feature.controller.start()
+            ws = self.config.websocket
+            try:
+                with listen_errors("websocket.port", ws.address, ws.port):
+                    host.start()
+            except FeatureStartError as exc:
+                raise StartupError(str(exc)) from exc
+            self._bind_lc_metrics(host)
+            self._add_readiness(host)
             plugins.hooks.startup(self.context())
             self._active.set()
         logger.info("sedna-gm started with {} feature(s)", len(self.features))
@@ -211,34 +216,55 @@ class Manager:
             self.health.port,
         )
 
-    def _start_runtime(self) -> None:
+    def _features_built(self, hosted: Sequence[HostedFeature]) -> None:
+        """Every factory ran; the informers start next."""
+        assert self.plugins is not None
+        for loaded, feature in zip(self.plugins.features, hosted, strict=True):
+            assert feature.controller is not None
+            self.features.append(
+                _RunningFeature(
+                    loaded.feature.name,
+                    loaded.plugin,
+                    feature.controller,
+                    tuple(loaded.feature.kinds),
+                )
+            )
+            logger.info(
+                "feature {} (plugin {}) ready: kinds {}, {} worker(s)",
+                loaded.feature.name,
+                loaded.plugin,
+                ", ".join(loaded.feature.kinds) or "-",
+                loaded.workers,
+            )
+        self._observe_features()
+
+    def _bind_lc_metrics(self, host: FeatureHost) -> None:
+        """LC connection gauges for the nodes the cluster knows (bounded label set)."""
+        if not host.uses_message_layer:
+            return
         c = self.container
-        self._running.append(("event recorder", c.events()))  # stopped last: writes what is queued
-        informers = c.informers()
-        informers.start()
-        self._running.append(("informers", informers))
-        if not informers.wait_for_cache_sync(self._sync_timeout):
-            raise StartupError(f"informer caches did not sync within {self._sync_timeout:.0f} s")
-        if self.health is not None:
-            self.health.add_readiness(
-                "informer-sync", lambda: all(i.has_synced() for i in informers.informers)
-            )
-        if self._uses_message_layer:
-            layer = c.message_layer()  # dispatches to the container's upstream registry
-            ws = self.config.websocket
-            with listen_errors("websocket.port", ws.address, ws.port):
-                layer.start()
-            self._running.append(("websocket server", layer))
-            nodes = c.informers().informer(NODES, metadata_only=True)
-            c.metrics().lc_nodes.bind(
-                layer.connected_nodes,
-                lambda: [str(n["metadata"]["name"]) for n in nodes.lister.list()],
-            )
-            if self.health is not None:
-                self.health.add_readiness("websocket", lambda: layer.port > 0)
-                tokens = c.token_provider()
-                if tokens is not None:
-                    self.health.add_readiness("lc-token", token_readiness(ws, tokens))
+        layer = c.message_layer()
+        nodes = c.informers().informer(NODES, metadata_only=True)
+        c.metrics().lc_nodes.bind(
+            layer.connected_nodes,
+            lambda: [str(n["metadata"]["name"]) for n in nodes.lister.list()],
+        )
+
+    def _add_readiness(self, host: FeatureHost) -> None:
+        if self.health is None:
+            return
+        informers = self.container.informers()
+        self.health.add_readiness(
+            "informer-sync", lambda: all(i.has_synced() for i in informers.informers)
+        )
+        if host.uses_message_layer:
+            layer = self.container.message_layer()
+            self.health.add_readiness("websocket", lambda: layer.port > 0)
+            tokens = self.container.token_provider()
+            if tokens is not None:
+                self.health.add_readiness(
+                    "lc-token", token_readiness(self.config.websocket, tokens)
+                )
 
     def _start_leader_election(self) -> None:
         """The leader activates; a replica that loses the lease exits, as client-go's do.
@@ -304,11 +330,9 @@ class Manager:
         """Stop everything that was started, in reverse order; safe to call twice."""
         with self._activation_lock:
             self._shutting_down = True
-        for feature in reversed(self.features):
-            try:
-                feature.controller.stop()
-            except Exception as exc:
-                logger.warning("feature {} did not stop cleanly: {}", feature.name, exc)
+        host = self._host
+        if host is not None:
+            host.stop_features()
         if self.plugins is not None and self._active.is_set():
             try:
                 self.plugins.hooks.shutdown(self.context())
@@ -318,6 +342,9 @@ class Manager:
         if self.health is not None:
             self.health.stop()
             self.health = None
+        if host is not None:
+            host.stop_runtime()
+            self._host = None
         while self._running:
             what, part = self._running.pop()
             try:

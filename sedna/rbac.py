@@ -19,7 +19,14 @@ from sedna.runtime.config import GMConfig
 from sedna.runtime.plugin_api import ApiAccess, Feature
 
 # Resources that have no namespace: granted cluster-wide whatever gm.yaml's namespace.
-CLUSTER_SCOPED = frozenset({("", "nodes"), ("", "namespaces"), ("", "persistentvolumes")})
+CLUSTER_SCOPED = frozenset(
+    {
+        ("", "nodes"),
+        ("", "namespaces"),
+        ("", "persistentvolumes"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+    }
+)
 VERB_ORDER = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 
 # What the runtime core calls, whatever the features.
@@ -27,6 +34,9 @@ CORE_ACCESS: tuple[ApiAccess, ...] = (
     ApiAccess("", ["events"], ["create", "patch"]),
     # The message layer forgets a deleted Node's queue: a metadata-only informer.
     ApiAccess("", ["nodes"], ["list", "watch"]),
+    # Startup: the kinds the features name must be served, and installed kinds that no
+    # enabled feature reconciles are warned about.
+    ApiAccess("apiextensions.k8s.io", ["customresourcedefinitions"], ["list"]),
 )
 LEASE_ACCESS = ApiAccess("coordination.k8s.io", ["leases"], ["get", "create", "update"])
 

@@ -54,7 +54,7 @@ def apiserver(sedna_reference: Path) -> Iterator[Any]:
     srv = APIServer("127.0.0.1", 0, schema_validation=False)
     srv.start()
     srv.install_crds_from_dir(sedna_reference / "crds")
-    srv.server = srv  # type: ignore[attr-defined]  # contracts.md: `.server`
+    srv.server = srv  # type: ignore[attr-defined]  # tests read `.server`
     try:
         yield srv
         _check_gm_rbac()

@@ -1,4 +1,9 @@
-"""A custom manager that embeds the sedna-gm runtime with its own downstream transport."""
+"""A custom manager that embeds the sedna-gm runtime with its own downstream transport.
+
+It imports only `sedna.runtime`: a `FeatureHost` runs the one feature it is given, with
+the `downstream` provider replaced by a sender of its own, so no websocket server is
+started and no installed plugin is loaded.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +14,15 @@ import threading
 from collections.abc import Mapping
 from typing import IO, Any
 
-from dependency_injector import providers
-
-from sedna.manager import Manager
 from sedna.runtime import (
     MODELS,
     ControllerContext,
+    DeletedFinalStateUnknown,
     Feature,
+    FeatureHost,
     GMConfig,
     ResourceEventHandlerFuncs,
-    RuntimeContainer,
-    hookimpl,
+    configure_logging,
 )
 
 NODE_ANNOTATION = "example.io/edge-node"
@@ -39,6 +42,10 @@ class JsonLineSender:
             self._out.flush()
 
 
+def _node_of(model: Mapping[str, Any]) -> str:
+    return str((model.get("metadata", {}).get("annotations") or {}).get(NODE_ANNOTATION) or "")
+
+
 class ModelAnnouncer:
     """Sends annotated Models to their edge node whenever they change."""
 
@@ -53,13 +60,13 @@ class ModelAnnouncer:
         )
 
     def _announce(self, model: Mapping[str, Any]) -> None:
-        node = (model.get("metadata", {}).get("annotations") or {}).get(NODE_ANNOTATION)
+        node = _node_of(model)
         if node:
             self._send(node, "insert", model)
 
-    def _retract(self, model: Any) -> None:
-        obj = getattr(model, "obj", model)  # a tombstone carries the last known object
-        node = (obj.get("metadata", {}).get("annotations") or {}).get(NODE_ANNOTATION)
+    def _retract(self, model: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
+        obj = model.obj if isinstance(model, DeletedFinalStateUnknown) else model
+        node = _node_of(obj)
         if node:
             self._send(node, "delete", obj)
 
@@ -70,25 +77,14 @@ class ModelAnnouncer:
         pass
 
 
-class ExamplePlugin:
-    """Registered directly, without entry points: an embedding app owns its plugin list."""
-
-    @hookimpl
-    def sedna_features(self) -> list[Feature]:
-        return [Feature("model-announcer", ["Model"], ModelAnnouncer)]
+ANNOUNCER = Feature("model-announcer", ["Model"], ModelAnnouncer)
 
 
-def build_manager(kubeconfig: str, out: IO[str]) -> Manager:
-    config = GMConfig.model_validate({"kubeConfig": kubeconfig, "metrics": {"enabled": False}})
-    container = RuntimeContainer(config=config)
-    container.downstream.override(providers.Object(JsonLineSender(out)))
-    # Only our own feature: installed plugins are not discovered.
-    return Manager(
-        config,
-        container=container,
-        extra_plugins={"model-announcer": ExamplePlugin()},
-        use_entry_points=False,
-    )
+def build_host(kubeconfig: str, out: IO[str]) -> FeatureHost:
+    config = GMConfig.model_validate({"kubeConfig": kubeconfig})
+    host = FeatureHost(config, overrides={"downstream": JsonLineSender(out)})
+    host.add(ANNOUNCER)
+    return host
 
 
 def main() -> None:
@@ -96,11 +92,12 @@ def main() -> None:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    configure_logging("INFO")  # this app has no logging of its own: use the GM's
     with open(args.out, "a", encoding="utf-8") as out:
-        manager = build_manager(args.kubeconfig, out)
-        signal.signal(signal.SIGTERM, lambda *_: manager.request_stop())
-        signal.signal(signal.SIGINT, lambda *_: manager.request_stop())
-        manager.run()
+        host = build_host(args.kubeconfig, out)
+        signal.signal(signal.SIGTERM, lambda *_: host.request_stop("SIGTERM"))
+        signal.signal(signal.SIGINT, lambda *_: host.request_stop("SIGINT"))
+        host.run()
 
 
 if __name__ == "__main__":

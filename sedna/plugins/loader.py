@@ -5,6 +5,7 @@ First-party features come in exactly this way; the core has no list of features.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -15,10 +16,18 @@ from pydantic import ValidationError
 
 from sedna.plugins import hookspecs
 from sedna.plugins.hooks import Hooks
+from sedna.plugins.kinds import (
+    FIRST_PARTY,
+    NO_CONTROLLER_NOTE,
+    is_sedna_kind,
+    sedna_kinds,
+    would_reconcile,
+)
 from sedna.runtime.config import GMConfig, describe_error
 from sedna.runtime.plugin_api import PROJECT, Feature, FeatureOptionsError
 
 ENTRY_POINT_GROUP = "sedna.features"
+_KIND = re.compile(r"[A-Z][A-Za-z0-9]*")
 
 
 class PluginError(Exception):
@@ -65,6 +74,23 @@ class LoadedPlugins:
                 return f
         raise KeyError(name)
 
+    def reconciled_kinds(self) -> list[str]:
+        """The kinds the enabled features claim."""
+        return sorted({k for f in self.features for k in f.feature.kinds})
+
+    def foreign_kinds(self) -> list[tuple[str, str, str]]:
+        """(plugin, feature, kind) of each claimed kind that is not one of Sedna's.
+
+        Such a kind must be served by a CRD of the cluster; that needs the API, so the
+        manager checks it as soon as its client exists.
+        """
+        return [
+            (f.plugin, f.feature.name, k)
+            for f in self.features
+            for k in f.feature.kinds
+            if not is_sedna_kind(k)
+        ]
+
 
 def discover_plugins(group: str = ENTRY_POINT_GROUP) -> list[DiscoveredPlugin]:
     seen: dict[str, DiscoveredPlugin] = {}
@@ -78,6 +104,20 @@ def _entry_points(group: str) -> dict[str, metadata.EntryPoint]:
     for ep in metadata.entry_points(group=group):
         found.setdefault(ep.name, ep)
     return found
+
+
+def _conflicting_entry_points(group: str) -> dict[str, list[DiscoveredPlugin]]:
+    """Entry-point names that two different distributions (or targets) declare.
+
+    One distribution seen twice on sys.path (an editable install next to its sources)
+    is not a conflict; two distributions providing one feature name are, because which
+    one `importlib.metadata` yields first is an accident of sys.path order.
+    """
+    by_name: dict[str, dict[tuple[str, str], DiscoveredPlugin]] = {}
+    for ep in metadata.entry_points(group=group):
+        where = DiscoveredPlugin.from_entry_point(ep)
+        by_name.setdefault(ep.name, {}).setdefault((where.distribution, where.value), where)
+    return {name: list(seen.values()) for name, seen in by_name.items() if len(seen) > 1}
 
 
 def new_plugin_manager() -> pluggy.PluginManager:
@@ -105,6 +145,7 @@ def load_plugins(
     eps = _entry_points(group) if use_entry_points else {}
     extra = dict(extra_plugins or {})
     known = set(eps) | set(extra)
+    conflicts = _conflicting_entry_points(group) if use_entry_points else {}
     for name, section in config.features.items():
         # Switching off a plugin that is not installed is harmless; asking for one is not.
         if name not in known and section.enabled:
@@ -116,6 +157,10 @@ def load_plugins(
     for name in known:
         if not config.feature(name).enabled:
             pm.set_blocked(name)
+    for name, declared in sorted(conflicts.items()):
+        if not pm.is_blocked(name) and name not in extra:
+            both = " and ".join(f"{d.distribution} {d.version} ({d.value})" for d in declared)
+            raise PluginError(f"plugin {name}: feature {name} is declared by two plugins: {both}")
 
     for name, ep in sorted(eps.items()):
         if pm.is_blocked(name) or name in extra:
@@ -128,10 +173,10 @@ def load_plugins(
                 f"plugin {name} ({where.distribution} {where.version}): cannot import "
                 f"{ep.value}: {type(exc).__name__}: {exc}"
             ) from exc
-        _register(pm, name, plugin)
+        _register(pm, name, plugin, f"plugin {name} ({where.distribution} {where.version})")
     for name, plugin in extra.items():
         if not pm.is_blocked(name):
-            _register(pm, name, plugin)
+            _register(pm, name, plugin, f"plugin {name}")
 
     hooks = Hooks(pm)
     loaded = LoadedPlugins(
@@ -151,11 +196,39 @@ def load_plugins(
     return loaded
 
 
-def _register(pm: pluggy.PluginManager, name: str, plugin: object) -> None:
+def _hook_names() -> set[str]:
+    return {n for n in dir(hookspecs) if n.startswith("sedna_")}
+
+
+def _register(pm: pluggy.PluginManager, name: str, plugin: object, who: str) -> None:
+    """Register one plugin, refusing hook implementations that would never be called.
+
+    pluggy accepts an implementation of an unknown hook (it may be specified later) and
+    ignores an unmarked function; both are a typo or a forgotten `@hookimpl` in a
+    sedna plugin, which would otherwise leave a feature silently missing.
+    """
+    hooks = _hook_names()
+    for attr in sorted(dir(plugin)):
+        if attr.startswith("__"):
+            continue
+        try:
+            opts = pm.parse_hookimpl_opts(plugin, attr)
+        except Exception:  # an attribute that cannot be read is not a hook implementation
+            continue
+        if opts is not None:
+            hook = opts.get("specname") or attr
+            if hook not in hooks:
+                raise PluginError(
+                    f"{who}: {hook} is not a sedna hook (hooks: {', '.join(sorted(hooks))})"
+                )
+        elif attr in hooks and callable(getattr(plugin, attr, None)):
+            raise PluginError(
+                f"{who}: {attr} is not marked with @sedna.runtime.hookimpl, so it is never called"
+            )
     try:
         pm.register(plugin, name=name)
     except (ValueError, pluggy.PluginValidationError) as exc:
-        raise PluginError(f"plugin {name}: invalid plugin: {exc}") from exc
+        raise PluginError(f"{who}: invalid plugin: {exc}") from exc
 
 
 def _check_features(pairs: Iterable[tuple[str, Feature]]) -> None:
@@ -172,6 +245,18 @@ def _check_features(pairs: Iterable[tuple[str, Feature]]) -> None:
                 f"plugin {plugin_name}: feature {feature.name} is already provided by plugin "
                 f"{names[feature.name]}"
             )
+        if feature.name != plugin_name:
+            raise PluginError(
+                f"plugin {plugin_name}: declares feature {feature.name!r}, but a feature's name "
+                f"must equal its entry point's ({plugin_name!r}), the key of its section in "
+                "gm.yaml"
+            )
+        for kind in feature.kinds:
+            if not isinstance(kind, str) or not _KIND.fullmatch(kind):
+                raise PluginError(
+                    f"plugin {plugin_name}: feature {feature.name} names kind {kind!r}, "
+                    "which is not a kind (a CamelCase name such as IncrementalLearningJob)"
+                )
         names[feature.name] = plugin_name
         for kind in feature.kinds:
             if kind in kinds:
@@ -216,6 +301,7 @@ class PluginRow:
     version: str
     kinds: str
     enabled: str
+    kind_list: tuple[str, ...] = ()
 
 
 def describe_plugins(config: GMConfig, group: str = ENTRY_POINT_GROUP) -> list[PluginRow]:
@@ -228,6 +314,7 @@ def describe_plugins(config: GMConfig, group: str = ENTRY_POINT_GROUP) -> list[P
     rows = []
     for name, ep in sorted(_entry_points(group).items()):
         where = DiscoveredPlugin.from_entry_point(ep)
+        kinds: list[str] = []
         try:
             pm = new_plugin_manager()
             pm.register(ep.load(), name=name)
@@ -236,5 +323,35 @@ def describe_plugins(config: GMConfig, group: str = ENTRY_POINT_GROUP) -> list[P
         except Exception as exc:
             kinds_text = f"error: {type(exc).__name__}: {exc}"
         enabled = "yes" if config.feature(name).enabled else "no"
-        rows.append(PluginRow(name, where.distribution, where.version, kinds_text, enabled))
+        rows.append(
+            PluginRow(name, where.distribution, where.version, kinds_text, enabled, tuple(kinds))
+        )
     return rows
+
+
+@dataclass(frozen=True)
+class KindRow:
+    kind: str
+    feature: str  # the installed feature that claims it, "-" if none
+    note: str
+
+
+def describe_kinds(rows: Iterable[PluginRow]) -> list[KindRow]:
+    """For each of Sedna's kinds, the installed feature that reconciles it (`sedna-gm plugins`)."""
+    claims: dict[str, list[PluginRow]] = {}
+    for row in rows:
+        for kind in row.kind_list:
+            claims.setdefault(kind, []).append(row)
+    installed = {r.name for r in rows}
+    out = []
+    for kind in sedna_kinds():
+        owners = claims.get(kind, [])
+        if owners:
+            feature = ",".join(r.name for r in owners)
+            note = "" if any(r.enabled == "yes" for r in owners) else "disabled"
+        elif FIRST_PARTY.get(kind) is None:
+            feature, note = "-", NO_CONTROLLER_NOTE
+        else:
+            feature, note = "-", would_reconcile(kind, installed)
+        out.append(KindRow(kind, feature, note))
+    return out

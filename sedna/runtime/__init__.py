@@ -20,6 +20,13 @@ _EXPORTS: dict[str, str] = {
     "ControllerContext": "sedna.runtime.context",
     "DownstreamSend": "sedna.runtime.context",
     "RuntimeContainer": "sedna.runtime.container",
+    # embedding: chosen features on the runtime
+    "FeatureHost": "sedna.runtime.host",
+    "FeatureStartError": "sedna.runtime.host",
+    "HostedFeature": "sedna.runtime.host",
+    "build_context": "sedna.runtime.host",
+    "validate_feature_options": "sedna.runtime.host",
+    "configure_logging": "sedna.runtime.logging",
     # config
     "GMConfig": "sedna.runtime.config",
     "ConfigError": "sedna.runtime.config",
@@ -67,6 +74,8 @@ _EXPORTS: dict[str, str] = {
     "ItemExponentialFailureRateLimiter": "sedna.runtime.workqueue",
     "Controller": "sedna.runtime.controller",
     "Result": "sedna.runtime.controller",
+    "TemporaryError": "sedna.runtime.controller",
+    "PermanentError": "sedna.runtime.controller",
     # workers
     "WorkerRuntime": "sedna.runtime.workers",
     "WorkerParam": "sedna.runtime.workers",
@@ -251,10 +260,13 @@ __all__ = [
     "FakeClock",
     "Feature",
     "FeatureController",
+    "FeatureHost",
     "FeatureOptionsError",
+    "FeatureStartError",
     "GMConfig",
     "Gone",
     "HPAWant",
+    "HostedFeature",
     "InvalidJob",
     "ItemExponentialFailureRateLimiter",
     "JobRef",
@@ -269,6 +281,7 @@ __all__ = [
     "OwnedPods",
     "OwnedWorkloads",
     "OwnerInfoReport",
+    "PermanentError",
     "PodCreations",
     "PodRequest",
     "PodWant",
@@ -293,6 +306,7 @@ __all__ = [
     "StageRetry",
     "StagedJobFeature",
     "StatusDecision",
+    "TemporaryError",
     "UpstreamHandler",
     "UpstreamMessage",
     "UpstreamRegistry",
@@ -315,10 +329,12 @@ __all__ = [
     "attach_credential",
     "backoff_for",
     "backoff_for_requeues",
+    "build_context",
     "check_pod_template",
     "checked_template",
     "condition_fingerprint",
     "conditions_of",
+    "configure_logging",
     "consecutive_failures",
     "controller_of",
     "controller_owner_reference",
@@ -365,6 +381,7 @@ __all__ = [
     "stage_node",
     "trim_conditions",
     "update_status_with_retry",
+    "validate_feature_options",
     "worker_on_node",
     "worker_selector",
     "workload_access",
@@ -405,10 +422,19 @@ if TYPE_CHECKING:
     )
     from sedna.runtime.controller import (
         Controller,
+        PermanentError,
         Result,
+        TemporaryError,
     )
     from sedna.runtime.events import (
         EventRecorder,
+    )
+    from sedna.runtime.host import (
+        FeatureHost,
+        FeatureStartError,
+        HostedFeature,
+        build_context,
+        validate_feature_options,
     )
     from sedna.runtime.informers import (
         DeletedFinalStateUnknown,
@@ -447,6 +473,9 @@ if TYPE_CHECKING:
     )
     from sedna.runtime.leader import (
         LeaderElector,
+    )
+    from sedna.runtime.logging import (
+        configure_logging,
     )
     from sedna.runtime.messaging import (
         CREDENTIAL_ANNOTATION,

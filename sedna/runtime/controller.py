@@ -9,12 +9,23 @@ call `enqueue(key)`. N worker threads take keys from one `RateLimitingQueue`
 | returns None / `Result()`           | `forget`                          | `success`       |
 | `Result(requeue_after=s)`, s > 0    | `forget` + `add_after(s)`         | `requeue_after` |
 | `Result(requeue=True)`              | `add_rate_limited` (backoff)      | `requeue`       |
+| raises `TemporaryError(delay=s)`    | warn + `forget` + `add_after(s)`  | `requeue_after` |
+| raises `TemporaryError()`           | warn + `add_rate_limited`         | `requeue`       |
+| raises `PermanentError`             | log + `forget` (no retry)         | `error`         |
 | raises `Exception`                  | log + `add_rate_limited`          | `error`         |
 | raises other `BaseException`        | log + `add_rate_limited`, panic   | `error`         |
 | returns something else              | log + `add_rate_limited`          | `error`         |
 
 `requeue_after` wins over `requeue`, and a non-positive `requeue_after` is
 ignored, as in controller-runtime. `done` is always called.
+
+A failed sync also reaches the object, not only the log: given `events` and the
+`informer` whose keys it syncs (or a `lookup`: key -> object), the controller writes a Warning Event
+on it for every exception (`SyncError`), `TemporaryError` (`SyncRetrying`) and
+`PermanentError` (`SyncFailed`), at most one per key and reason every
+`event_interval` seconds of its clock (kopf posts one per failure; a retry loop would
+then write an Event every backoff step). `kubectl describe` then shows why a job does
+not move, which is where an operator looks first.
 
 Why a `BaseException` does not end the worker: in a worker thread, signals
 never arrive (Python delivers them to the main thread), so a
@@ -36,6 +47,8 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -43,6 +56,7 @@ from loguru import logger
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from sedna.runtime.clock import Clock, RealClock
+from sedna.runtime.informers import SharedInformer
 from sedna.runtime.workqueue import (
     PrometheusWorkqueueMetrics,
     RateLimiter,
@@ -54,8 +68,10 @@ __all__ = [
     "Controller",
     "ControllerMetricsProvider",
     "NoopControllerMetrics",
+    "PermanentError",
     "PrometheusControllerMetrics",
     "Result",
+    "TemporaryError",
 ]
 
 # controller-runtime's reconcile time buckets.
@@ -72,6 +88,52 @@ class Result:
 
     requeue: bool = False
     requeue_after: float | None = None
+
+
+class TemporaryError(Exception):
+    """Raise from `sync` for a failure that will pass: retried after `delay` seconds.
+
+    Without a delay the key is retried with the queue's backoff. Logged as a warning
+    without a traceback: it is expected, not a bug.
+    """
+
+    def __init__(self, message: str, delay: float | None = None) -> None:
+        super().__init__(message)
+        self.delay = delay
+
+
+class PermanentError(Exception):
+    """Raise from `sync` for a failure retrying cannot fix (e.g. an invalid spec).
+
+    The key is not retried until its object changes (an informer event enqueues it).
+    """
+
+
+def _informer_lookup(
+    informer: SharedInformer | None,
+) -> Callable[[str], Mapping[str, Any] | None] | None:
+    if informer is None:
+        return None
+    res = informer.resource
+
+    def lookup(key: str) -> Mapping[str, Any] | None:
+        obj = informer.lister.get_by_key(key)
+        if obj is None or obj.get("kind"):
+            return obj
+        return {**obj, "kind": res.kind, "apiVersion": res.api_version}
+
+    return lookup
+
+
+class WarningRecorder(Protocol):
+    """What the controller needs of an event recorder (`EventRecorder` is one)."""
+
+    def warning(self, obj: Mapping[str, Any], reason: str, message: str) -> None: ...
+
+
+REASON_ERROR = "SyncError"
+REASON_RETRYING = "SyncRetrying"
+REASON_FAILED = "SyncFailed"
 
 
 @runtime_checkable
@@ -196,10 +258,18 @@ class Controller:
         workqueue_metrics: WorkqueueMetricsProvider | None = None,
         rate_limiter: RateLimiter[str] | None = None,
         clock: Clock | None = None,
+        events: WarningRecorder | None = None,
+        informer: SharedInformer | None = None,
+        lookup: Callable[[str], Mapping[str, Any] | None] | None = None,
+        event_interval: float = 60.0,
     ) -> None:
         """Build the controller; `queue` defaults to Sedna's 10 s..360 s backoff queue.
 
         `workqueue_metrics` and `rate_limiter` apply only to the default queue.
+        `events` with the `informer` the keys come from (or a `lookup`: key -> object or
+        None) turn sync failures into Warning Events on the object, one per key and
+        reason per `event_interval` seconds. With `informer`, an object from a list
+        (which carries no kind) gets the informer's kind and apiVersion for the Event.
         """
         if workers < 1:
             raise ValueError("workers must be at least 1")
@@ -219,6 +289,11 @@ class Controller:
         self._abandon = False
         self._started = False
         self._state_lock = threading.Lock()
+        self._events = events
+        self._lookup = lookup if lookup is not None else _informer_lookup(informer)
+        self._event_interval = event_interval
+        self._last_event: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._event_lock = threading.Lock()
 
     # -- for subclasses ----------------------------------------------------
 
@@ -309,11 +384,22 @@ class Controller:
         start = self.clock.now()
         try:
             outcome = self.sync(key)
+        except TemporaryError as exc:
+            label = self._temporary(key, exc)
+        except PermanentError as exc:
+            logger.bind(controller=self.name, key=key).error(
+                "controller {}: sync of {!r} failed for good: {}", self.name, key, exc
+            )
+            self._metrics.inc_reconcile_error(self.name)
+            self._warn(key, REASON_FAILED, f"{exc}; not retried until the object changes")
+            label = "error"
+            self.queue.forget(key)
         except Exception as exc:
             logger.opt(exception=exc).bind(controller=self.name, key=key).error(
                 "controller {}: sync of {!r} failed: {!r}", self.name, key, exc
             )
             self._metrics.inc_reconcile_error(self.name)
+            self._warn(key, REASON_ERROR, f"sync failed: {type(exc).__name__}: {exc}; retrying")
             label = "error"
             self.queue.add_rate_limited(key)
         except BaseException as exc:
@@ -330,6 +416,42 @@ class Controller:
         else:
             label = self._apply(key, outcome)
         self._metrics.observe_reconcile(self.name, label, self.clock.now() - start)
+
+    def _temporary(self, key: str, exc: TemporaryError) -> str:
+        delay = exc.delay if exc.delay is not None and exc.delay > 0 else None
+        when = f"in {delay:g} s" if delay is not None else "with backoff"
+        logger.bind(controller=self.name, key=key).warning(
+            "controller {}: sync of {!r} will be retried {}: {}", self.name, key, when, exc
+        )
+        self._warn(key, REASON_RETRYING, f"{exc}; retrying {when}")
+        if delay is None:
+            self.queue.add_rate_limited(key)
+            return "requeue"
+        self.queue.forget(key)
+        self.queue.add_after(key, delay)
+        return "requeue_after"
+
+    def _warn(self, key: str, reason: str, message: str) -> None:
+        """A Warning Event on the key's object, rate-limited; never raises."""
+        if self._events is None or self._lookup is None:
+            return
+        now = self.clock.now()
+        with self._event_lock:
+            last = self._last_event.get((key, reason))
+            if last is not None and now - last < self._event_interval:
+                return
+            self._last_event[(key, reason)] = now
+            self._last_event.move_to_end((key, reason))
+            while len(self._last_event) > 4096:  # bounded: keys come and go
+                self._last_event.popitem(last=False)
+        try:
+            obj = self._lookup(key)
+            if obj is not None:
+                self._events.warning(obj, reason, message)
+        except Exception as exc:
+            logger.warning(
+                "controller {}: cannot record an event for {!r}: {}", self.name, key, exc
+            )
 
     def _apply(self, key: str, outcome: object) -> str:
         if outcome is None:

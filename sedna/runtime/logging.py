@@ -75,6 +75,12 @@ TEXT_FORMAT = (
 
 
 def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | None = None) -> None:
+    """Take over loguru and the standard `logging` as `sedna-gm` does.
+
+    The runtime never calls this itself: it only logs through loguru, so an embedding
+    application that has logging of its own leaves it alone (and adds a loguru sink,
+    or routes loguru into `logging`); one that has none calls this once at startup.
+    """
     out = stream or sys.stderr
     logger.remove()
     if fmt == "json":

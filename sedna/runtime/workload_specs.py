@@ -80,13 +80,14 @@ def service_host(owner: Mapping[str, Any], worker_type: str) -> str:
 def workload_access(plural: str, *, models: bool = False) -> tuple[ApiAccess, ...]:
     """The API access of a workload-family feature whose owner resource is `plural`.
 
-    The owner and its status, the objects the family and bare pods manage (including
-    the HPA informer every family controller opens), Events, credential secrets, and
-    with ``models`` the Models its workers load.
+    The owner and its status (only PUT: the GET before a retry reads the owner itself),
+    the objects the family and bare pods manage (including the HPA informer every family
+    controller opens), Events, credential secrets, and with ``models`` the Models its
+    workers load.
     """
     rules = [
         ApiAccess("sedna.io", (plural,), ("get", "list", "watch")),
-        ApiAccess("sedna.io", (f"{plural}/status",), ("get", "update", "patch")),
+        ApiAccess("sedna.io", (f"{plural}/status",), ("update",)),
         ApiAccess("", ("pods",), ("get", "list", "watch", "create", "delete")),
         ApiAccess("", ("services",), ("get", "list", "watch", "create", "update", "delete")),
         ApiAccess("apps", ("deployments",), ("get", "list", "watch", "create", "update", "delete")),

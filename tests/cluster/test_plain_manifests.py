@@ -88,7 +88,12 @@ def test_rbac_follows_the_config() -> None:
     docs = rbac_manifests(cfg, features)
     (cluster,) = [d for d in docs if d["kind"] == "ClusterRole"]
     assert cluster["rules"] == [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]}
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]},
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "verbs": ["list"],
+        },
     ]
     (role,) = [d for d in docs if d["kind"] == "Role"]
     assert role["metadata"]["namespace"] == "ai"

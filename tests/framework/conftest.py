@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 SOURCES = Path(__file__).parent / "plugin_sources"
-PLUGINS = ("tiny", "broken", "dup", "marker")
+PLUGINS = ("tiny", "broken", "dup", "marker", "typo", "unmarked", "misnamed", "alien", "twin")
 PLUGIN_MODULES = {f"sedna_{name}_plugin" for name in PLUGINS}
 
 

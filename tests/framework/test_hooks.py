@@ -80,7 +80,7 @@ class DemoPlugin:
 
     @hookimpl
     def sedna_features(self) -> list[Feature]:
-        return [Feature("demo", ["DemoJob"], Recorder)]
+        return [Feature("demo", ["Model"], Recorder)]
 
     @hookimpl
     def sedna_configure_container(self, container: RuntimeContainer) -> None:

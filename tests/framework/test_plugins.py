@@ -124,7 +124,8 @@ def test_cli_plugins_lists_distribution_version_kinds_and_state(
     cfg.write_text("features:\n  broken:\n    enabled: false\n")
     proc = run_cli(path, "plugins", "--config", str(cfg))
     assert proc.returncode == 0, proc.stderr
-    rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines()[1:]}
+    plugin_table = proc.stdout.split("\n\n")[0]
+    rows = {line.split()[0]: line.split() for line in plugin_table.splitlines()[1:]}
     assert rows["tiny"][:5] == ["tiny", "sedna-tiny-plugin", "1.2.3", "TinyJob", "yes"]
     assert rows["broken"][:3] == ["broken", "sedna-broken-plugin", "0.0.1"]
     assert rows["broken"][-1] == "no"

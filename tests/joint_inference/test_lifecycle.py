@@ -456,3 +456,51 @@ def test_a_model_deleted_while_running_leaves_the_workers_running(
     assert gm.manager.features[0].controller.wait_idle(5)
     assert api.condition_types() == ["Pending", "Running"]  # no flapping either
     assert {d: api.deployments.get(api.ns, d)["metadata"]["uid"] for d in before} == before
+
+
+def test_strays_it_controls_are_pruned_and_a_changed_service_is_rolled_back(
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    """A Deployment and a Service the service controls but does not plan are deleted; a
+    Service whose spec-hash is not the plan's gets the planned spec back."""
+    start(api, make_gm, make_lc, deployment_controller)
+    api.create(sample_service(sedna_reference))
+    api.until_running()
+    ji = api.ji()
+    owners = [{"apiVersion": ji["apiVersion"], "kind": ji["kind"], "name": SAMPLE,
+               "uid": ji["metadata"]["uid"], "controller": True}]  # fmt: skip
+    labels = {"app": "stray"}
+    api.deployments.create(api.ns, {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": f"{SAMPLE}-deployment-old", "ownerReferences": owners},
+        "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels}, "spec": {"containers": [{"name": "w", "image": "x"}]}}},
+    })  # fmt: skip
+    api.services.create(api.ns, {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": f"{SAMPLE}-old", "ownerReferences": owners},
+        "spec": {"selector": labels, "ports": [{"port": 80, "targetPort": 80}]},
+    })  # fmt: skip
+    svc = api.services.get(api.ns, CLOUD_SERVICE)
+    planned = svc["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+    svc["metadata"]["annotations"][SPEC_HASH_ANNOTATION] = "stale"
+    svc["spec"]["ports"] = [{"port": 1234, "targetPort": 1234}]
+    api.services.replace(api.ns, CLOUD_SERVICE, svc)
+    wait_until(
+        lambda: api.names("deployments") == sorted([CLOUD_DEPLOYMENT, EDGE_DEPLOYMENT]),
+        10.0,
+        "stray Deployment pruned",
+    )
+    wait_until(lambda: api.names("services") == [CLOUD_SERVICE], 10.0, "stray Service pruned")
+
+    def rolled_back() -> dict[str, Any] | None:
+        s = api.services.get(api.ns, CLOUD_SERVICE)
+        return s if s["metadata"]["annotations"][SPEC_HASH_ANNOTATION] == planned else None
+
+    ports = wait_until(rolled_back, 10.0, "service rolled back")["spec"]["ports"]
+    assert [(p["port"], p["targetPort"]) for p in ports] == [(5000, 5000)]
+    assert "Failed" not in api.condition_types()

@@ -41,7 +41,7 @@ class ElectionPlugin:
 
     @hookimpl
     def sedna_features(self) -> list[Feature]:
-        return [Feature("ledemo", ["LeaderDemoJob"], FakeController)]
+        return [Feature("ledemo", ["Model"], FakeController)]
 
     @hookimpl
     def sedna_configure_container(self, container: RuntimeContainer) -> None:

@@ -8,7 +8,9 @@ from typing import Any
 
 from support.logs import LogCapture
 
-from .helpers import GM, Api, env_of, fixed_sample, sample, wait_until
+from sedna.runtime import SPEC_HASH_ANNOTATION
+
+from .helpers import GM, Api, container, env_of, fixed_sample, sample, wait_until
 
 KIND = "ObjectSearchService"
 NAME = "pedestrian-search"
@@ -206,3 +208,83 @@ def test_lc_reports_for_the_kind_are_rejected_and_named(
     lc.report(api.ns, "objectsearchservice", NAME, {"phase": "inference"})
     logs.wait("edge0", "objectsearchservice", NAME, "no handler for kind")
     assert "metrics" not in api.status(KIND, NAME)
+
+
+def _controlled_by(owner: dict[str, Any], controller: bool = True) -> list[dict[str, Any]]:
+    meta = owner["metadata"]
+    return [{"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"],
+             "uid": meta["uid"], "controller": controller}]  # fmt: skip
+
+
+def _deployment(name: str, owners: list[dict[str, Any]]) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "ownerReferences": owners},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container()]}},
+        },
+    }
+
+
+def _service(name: str, owners: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "ownerReferences": owners},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": 80}]},
+    }
+
+
+def test_a_deployment_and_a_service_the_plan_does_not_name_are_pruned(
+    make_gm: Any, api: Api, sedna_reference: Path
+) -> None:
+    """What the service controls but no longer plans (e.g. left by an older spec) goes;
+    what it merely references without controlling stays."""
+    start(make_gm, api, sedna_reference)
+    planned_deps = sorted(f"{NAME}-deployment-{w}" for w in ("reidworker", "userworker"))
+    planned_svcs = sorted(f"{NAME}-{w}" for w in ("reidworker", "userworker"))
+    for name in planned_deps:
+        api.wait_deployment(name)
+    for name in planned_svcs:
+        api.wait_service(name)
+    owner = api.owner(KIND, NAME)
+    api.deployments.create(api.ns, _deployment(f"{NAME}-deployment-stale", _controlled_by(owner)))
+    api.services.create(api.ns, _service(f"{NAME}-stale", _controlled_by(owner)))
+    api.deployments.create(api.ns, _deployment("bystander", _controlled_by(owner, False)))
+    api.services.create(api.ns, _service("bystander", _controlled_by(owner, False)))
+
+    def names(client: Any) -> list[str]:
+        return sorted(o["metadata"]["name"] for o in client.list(api.ns)["items"])
+
+    wait_until(lambda: names(api.deployments) == sorted([*planned_deps, "bystander"]), 10.0,
+               "stale Deployment pruned")  # fmt: skip
+    wait_until(lambda: names(api.services) == sorted([*planned_svcs, "bystander"]), 10.0,
+               "stale Service pruned")  # fmt: skip
+
+
+def test_a_service_built_from_another_spec_is_rolled_back_to_the_plan(
+    make_gm: Any, api: Api, sedna_reference: Path
+) -> None:
+    """A Service whose spec-hash annotation is not the plan's (an older GM's, or edited)
+    is updated in place to the planned spec; the server's fields (clusterIP) are kept."""
+    start(make_gm, api, sedna_reference)
+    name = f"{NAME}-reidworker"
+    svc = api.wait_service(name)
+    planned_hash = svc["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+    svc["metadata"]["annotations"][SPEC_HASH_ANNOTATION] = "0000000000000000"
+    svc["spec"]["ports"] = [{"name": "tcp-0", "port": 1234, "targetPort": 1234}]
+    cluster_ip = svc["spec"].get("clusterIP")
+    api.services.replace(api.ns, name, svc)
+
+    def restored() -> dict[str, Any] | None:
+        s = api.services.get(api.ns, name)
+        ok = s["metadata"]["annotations"][SPEC_HASH_ANNOTATION] == planned_hash
+        return s if ok else None
+
+    svc = wait_until(restored, 10.0, "service rolled back to the plan")
+    assert [(p["port"], p["targetPort"]) for p in svc["spec"]["ports"]] == [(9378, 9378)]
+    assert svc["spec"].get("clusterIP") == cluster_ip

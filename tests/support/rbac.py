@@ -108,9 +108,17 @@ class RbacRules:
         return sorted(c for c in calls if not self.grants(c))
 
 
-CORE_RESOURCES = frozenset({("", "events"), ("", "nodes"), ("coordination.k8s.io", "leases")})
-"""What the runtime core itself calls (Events, the Node watch, the leader Lease), as
-opposed to what a feature's `Feature.access` declares."""
+CORE_RESOURCES = frozenset(
+    {
+        ("", "events"),
+        ("", "nodes"),
+        ("coordination.k8s.io", "leases"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+    }
+)
+"""What the runtime core itself calls (Events, the Node watch, the leader Lease, the CRD
+list of the startup kind checks), as opposed to what a feature's `Feature.access`
+declares."""
 
 
 def access_rules(accesses: Iterable[Any]) -> RbacRules:

@@ -214,7 +214,16 @@ class StageMachine(Controller):
     def __init__(
         self, ctx: ControllerContext, feature: StagedJobFeature, options: StageOptions
     ) -> None:
-        super().__init__(feature.kind, workers=ctx.workers, metrics=ctx.metrics, clock=ctx.clock)
+        jobs = ctx.informers.informer(feature.resource)
+        super().__init__(
+            feature.kind,
+            workers=ctx.workers,
+            metrics=ctx.metrics,
+            clock=ctx.clock,
+            # an unexpected failure of a sync is a Warning Event on the job, not only a log
+            events=ctx.events,
+            informer=jobs,
+        )
         self.ctx = ctx
         self.feature = feature
         self.stage_options = options
@@ -222,7 +231,7 @@ class StageMachine(Controller):
         self.api_version = feature.resource.api_version
         self.jobs_client = ctx.kube.resource(feature.resource)
         self.pods_client = ctx.kube.resource(PODS)
-        self.jobs = ctx.informers.informer(feature.resource)
+        self.jobs = jobs
         self.pods = ctx.informers.informer(PODS)
         self.creations = PodCreations(self.pods_client)
         self.worker_type_label = f"{feature.kind.lower()}.{feature.resource.group}/worker-type"

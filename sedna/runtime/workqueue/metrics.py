@@ -78,7 +78,7 @@ class WorkqueueMetricsProvider(Protocol):
     def new_retries_metric(self, name: str) -> CounterMetric: ...
 
 
-# The name docs/contracts.md uses for the queue's `metrics` argument.
+# A shorter name for the type of the queue's `metrics` argument.
 WorkqueueMetrics = WorkqueueMetricsProvider
 
 

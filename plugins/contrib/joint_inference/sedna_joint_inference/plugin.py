@@ -18,14 +18,14 @@ _OWN = ("get", "list", "watch", "create", "update", "delete")
 
 ACCESS = (
     ApiAccess("sedna.io", ("jointinferenceservices", "models"), _READ),
-    ApiAccess("sedna.io", ("jointinferenceservices/status",), ("get", "update")),
+    ApiAccess("sedna.io", ("jointinferenceservices/status",), ("update",)),
     ApiAccess("apps", ("deployments",), _OWN),
     ApiAccess("", ("services",), _OWN),
     ApiAccess("autoscaling", ("horizontalpodautoscalers",), _OWN),
     ApiAccess("", ("secrets",), ("get",)),
     ApiAccess("", ("events",), ("create", "patch")),
 )
-"""Every call the controller makes (status written through the subresource, model
+"""Every call the controller makes (status only PUT through the subresource, model
 credentials read for the storage initializer, Events recorded)."""
 
 
