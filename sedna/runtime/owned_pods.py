@@ -4,7 +4,7 @@ The workload family (`sedna.runtime.workloads`) makes Deployments, Services and 
 match a plan; four of Sedna's multi-edge kinds also run pods of their own (the
 tracking workers of ObjectSearchService and ObjectTrackingService, the single worker of
 ReidJob and VideoAnalyticsJob). `PodWorkloadController` adds them to the family's loop:
-`plan` puts `PodWant`s in ``WorkloadPlan.extra["pods"]``, and before deciding the
+`plan` puts `PodWant`s in ``WorkloadPlan.pods``, and before deciding the
 status the controller makes each want have exactly one pod.
 
 - A pod is found by its want's key (annotation ``sedna-gm.io/worker-key``), never by
@@ -41,7 +41,6 @@ from sedna.runtime.kube import PODS, NotFound, Resource
 from sedna.runtime.workers.creations import CreatedPod, PodCreations
 from sedna.runtime.workers.errors import WorkerError
 from sedna.runtime.workers.labels import generate_labels, job_ref
-from sedna.runtime.workers.types import WorkerParam
 from sedna.runtime.workloads.conditions import (
     CONDITION_FAILED,
     CONDITION_PENDING,
@@ -52,7 +51,7 @@ from sedna.runtime.workloads.conditions import (
 from sedna.runtime.workloads.controller import StatusDecision, WorkloadController
 from sedna.runtime.workloads.health import deployment_failure_message, deployment_health
 from sedna.runtime.workloads.owned import SPEC_HASH_ANNOTATION, Observed, spec_hash
-from sedna.runtime.workloads.wants import WorkloadPlan
+from sedna.runtime.workloads.wants import PodWant, WorkloadPlan
 
 __all__ = [
     "CONDITION_COMPLETED",
@@ -85,17 +84,6 @@ def stable_worker_name(owner: Obj, prefix: str, index: int = 0) -> str:
     digest = hashlib.sha256(f"{uid}/{prefix}/{index}".encode()).digest()
     alphabet = "bcdfghjklmnpqrstvwxz2456789"  # k8s' utilrand alphabet
     return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:5])
-
-
-@dataclass(frozen=True)
-class PodWant:
-    """One bare worker pod: `key` is its identity in the owner (``trackingworker-0``)."""
-
-    key: str
-    worker_type: str
-    template: Mapping[str, Any]
-    param: WorkerParam
-    field: str = "spec.template"
 
 
 @dataclass
@@ -374,7 +362,7 @@ def _completed(owner: Obj) -> bool:
 
 
 class PodWorkloadController(WorkloadController):
-    """`WorkloadController` with bare pods: put `PodWant`s in ``plan.extra["pods"]``.
+    """`WorkloadController` with bare pods: put `PodWant`s in ``plan.pods``.
 
     ``job_style`` selects `job_decision` (else `service_decision`). The pods are made
     before the status is decided; Events name each created or deleted pod.
@@ -403,7 +391,7 @@ class PodWorkloadController(WorkloadController):
         return super().sync(key)
 
     def decide(self, owner: Obj, plan: WorkloadPlan, observed: Observed) -> StatusDecision:
-        wants: Sequence[PodWant] = tuple(plan.extra.get("pods") or ())
+        wants: Sequence[PodWant] = plan.pods
         finished = self.job_style and _completed(owner)
         pods = PodsSeen()
         try:
