@@ -63,7 +63,9 @@ binds kind/job around each sync; the stage machine and the message layer add sta
 node and pod where they know them."""
 
 
-def _json_sink(stream: TextIO) -> Any:
+def json_sink(stream: TextIO) -> Any:
+    """A loguru sink writing one JSON object per line, `FIELDS` at the top level."""
+
     def sink(message: Any) -> None:
         record = message.record
         doc: dict[str, Any] = {
@@ -105,7 +107,7 @@ def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | N
     logger.remove()
     logger.configure(patcher=_redact_record)
     if fmt == "json":
-        logger.add(_json_sink(out), level=level, backtrace=False, diagnose=False)
+        logger.add(json_sink(out), level=level, backtrace=False, diagnose=False)
     else:
         logger.add(out, level=level, format=TEXT_FORMAT, backtrace=False, diagnose=False)
     logging.basicConfig(handlers=[InterceptHandler()], level=0, force=True)

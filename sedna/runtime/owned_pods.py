@@ -4,7 +4,7 @@ The workload family (`sedna.runtime.workloads`) makes Deployments, Services and 
 match a plan; four of Sedna's multi-edge kinds also run pods of their own (the
 tracking workers of ObjectSearchService and ObjectTrackingService, the single worker of
 ReidJob and VideoAnalyticsJob). `PodWorkloadController` adds them to the family's loop:
-`plan` puts `PodWant`s in ``WorkloadPlan.extra["pods"]``, and before deciding the
+`plan` puts `PodWant`s in ``WorkloadPlan.pods``, and before deciding the
 status the controller makes each want have exactly one pod.
 
 - A pod is found by its want's key (annotation ``sedna-gm.io/worker-key``), never by
@@ -12,6 +12,9 @@ status the controller makes each want have exactly one pod.
   finds and creates nothing twice.
 - A create not yet seen in the cache is expected for a while (client-go's controller
   expectations), so two syncs in a row never make two pods for one want.
+- A create whose answer was lost (a 5xx or a timeout after the write committed) is
+  retried only after reading the API, not the cache, for the pod it may have made
+  (`PodCreations`): the pod found is adopted, no second one is made.
 - A deleted pod is made again (self-healing); a pod whose template changed (hash in
   ``sedna-gm.io/spec-hash``) is deleted and made again; a pod no want names is deleted.
 - A pod that ended (``Succeeded``/``Failed``) is left as it is and counted: the status
@@ -35,8 +38,9 @@ from sedna.runtime.context import ControllerContext
 from sedna.runtime.controller import Result
 from sedna.runtime.informers import split_key
 from sedna.runtime.kube import PODS, NotFound, Resource
+from sedna.runtime.workers.creations import CreatedPod, PodCreations
 from sedna.runtime.workers.errors import WorkerError
-from sedna.runtime.workers.types import WorkerParam
+from sedna.runtime.workers.labels import generate_labels, job_ref
 from sedna.runtime.workloads.conditions import (
     CONDITION_FAILED,
     CONDITION_PENDING,
@@ -47,7 +51,7 @@ from sedna.runtime.workloads.conditions import (
 from sedna.runtime.workloads.controller import StatusDecision, WorkloadController
 from sedna.runtime.workloads.health import deployment_failure_message, deployment_health
 from sedna.runtime.workloads.owned import SPEC_HASH_ANNOTATION, Observed, spec_hash
-from sedna.runtime.workloads.wants import WorkloadPlan
+from sedna.runtime.workloads.wants import PodWant, WorkloadPlan
 
 __all__ = [
     "CONDITION_COMPLETED",
@@ -80,17 +84,6 @@ def stable_worker_name(owner: Obj, prefix: str, index: int = 0) -> str:
     digest = hashlib.sha256(f"{uid}/{prefix}/{index}".encode()).digest()
     alphabet = "bcdfghjklmnpqrstvwxz2456789"  # k8s' utilrand alphabet
     return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:5])
-
-
-@dataclass(frozen=True)
-class PodWant:
-    """One bare worker pod: `key` is its identity in the owner (``trackingworker-0``)."""
-
-    key: str
-    worker_type: str
-    template: Mapping[str, Any]
-    param: WorkerParam
-    field: str = "spec.template"
 
 
 @dataclass
@@ -134,6 +127,8 @@ class OwnedPods:
         # shared by the controller's worker threads
         self._expected: dict[tuple[str, str], tuple[str, float]] = {}
         self._lock = threading.Lock()
+        # creates whose answer was lost, by "<owner uid>/<want key>" and spec hash
+        self.creations = PodCreations(self.api)
 
     def _template_with_identity(self, want: PodWant, want_hash: str) -> dict[str, Any]:
         template = copy.deepcopy(dict(want.template))
@@ -149,17 +144,24 @@ class OwnedPods:
         return spec_hash({"spec": pod.get("spec"), "labels": _meta(pod).get("labels")})
 
     def ensure(
-        self, owner: Obj, wants: Sequence[PodWant], pods: Sequence[Obj], *, create: bool = True
+        self,
+        owner: Obj,
+        wants: Sequence[PodWant],
+        pods: Sequence[Obj],
+        *,
+        create: bool = True,
+        seen: PodsSeen | None = None,
     ) -> PodsSeen:
-        """Create, replace and delete pods so each want has one; count them.
+        """Create, replace and delete pods so each want has one; count them into `seen`.
 
         With ``create=False`` (an owner that has finished) nothing is created or
         deleted, the pods are only counted. Raises the runtime's `WorkerError` for a
-        template it cannot use, and API errors (the sync is retried).
+        template it cannot use, and API errors (the sync is retried); a `seen` passed
+        in still names what was created or deleted before the error.
         """
         uid = str(_meta(owner).get("uid") or "")
         ns = str(_meta(owner).get("namespace") or "")
-        seen = PodsSeen()
+        seen = PodsSeen() if seen is None else seen
         by_key: dict[str, list[Obj]] = {}
         for pod in pods:
             by_key.setdefault(_annotation(pod, POD_KEY_ANNOTATION) or "", []).append(pod)
@@ -207,17 +209,15 @@ class OwnedPods:
                 continue
             if not create:
                 continue
-            template = self._template_with_identity(want, want_hash)
-            pod = self.ctx.worker_runtime.create_pod_with_template(
-                owner, template, want.param, field=want.field
-            )
-            name = str(_meta(pod).get("name") or "")
+            made = self._create(owner, want, want_hash)
+            name = str(_meta(made.pod).get("name") or "")
             with self._lock:
                 self._expected[(uid, want.key)] = (name, now + EXPECTATION_SECONDS)
             seen.created.append(f"Pod {name}")
             seen.active += 1
+            how = "adopted pod {} (its create's answer was lost)" if made.adopted else "made pod {}"
             logger.info(
-                "{} {}/{}: created pod {} for {}",
+                "{} {}/{}: " + how + " for {}",
                 owner.get("kind"), ns, _meta(owner).get("name"), name, want.key,
             )  # fmt: skip
         if create:
@@ -228,6 +228,34 @@ class OwnedPods:
                     if not _meta(pod).get("deletionTimestamp"):
                         self._delete(ns, pod, seen, "no worker of the spec names it")
         return seen
+
+    def _create(self, owner: Obj, want: PodWant, want_hash: str) -> CreatedPod:
+        """The want's pod, made once even when a create's answer is lost: before a retry
+        the API (not the cache) is read for the pod of this key and hash."""
+        meta = _meta(owner)
+        uid = str(meta.get("uid") or "")
+        template = self._template_with_identity(want, want_hash)
+
+        def create() -> dict[str, Any]:
+            return self.ctx.worker_runtime.create_pod_with_template(
+                owner, template, want.param, field=want.field
+            )
+
+        def adoptable(pod: Mapping[str, Any]) -> bool:
+            return (
+                _annotation(pod, POD_KEY_ANNOTATION) == want.key
+                and _annotation(pod, SPEC_HASH_ANNOTATION) == want_hash
+            )
+
+        return self.creations.create(
+            f"{uid}/{want.key}",
+            want_hash,
+            namespace=str(meta.get("namespace") or ""),
+            owner_uid=uid,
+            labels=generate_labels(job_ref(owner), want.worker_type),
+            create=create,
+            adoptable=adoptable,
+        )
 
     def _delete(self, ns: str, pod: Obj, seen: PodsSeen, why: str) -> None:
         name = str(_meta(pod).get("name") or "")
@@ -334,7 +362,7 @@ def _completed(owner: Obj) -> bool:
 
 
 class PodWorkloadController(WorkloadController):
-    """`WorkloadController` with bare pods: put `PodWant`s in ``plan.extra["pods"]``.
+    """`WorkloadController` with bare pods: put `PodWant`s in ``plan.pods``.
 
     ``job_style`` selects `job_decision` (else `service_decision`). The pods are made
     before the status is decided; Events name each created or deleted pod.
@@ -363,19 +391,21 @@ class PodWorkloadController(WorkloadController):
         return super().sync(key)
 
     def decide(self, owner: Obj, plan: WorkloadPlan, observed: Observed) -> StatusDecision:
-        wants: Sequence[PodWant] = tuple(plan.extra.get("pods") or ())
+        wants: Sequence[PodWant] = plan.pods
         finished = self.job_style and _completed(owner)
+        pods = PodsSeen()
         try:
-            pods = self.owned_pods.ensure(owner, wants, observed.pods, create=not finished)
+            self.owned_pods.ensure(owner, wants, observed.pods, create=not finished, seen=pods)
         except WorkerError as exc:  # a template or secret the runtime cannot use
             active = int((owner.get("status") or {}).get("active") or 0)
             return StatusDecision(
                 CONDITION_FAILED, REASON_INVALID_SPEC, f"{exc.field}: {exc.message}", active, 0
             )
-        for what in pods.created:
-            self.ctx.events.normal(owner, "SuccessfulCreate", f"Created {what}")
-        for what in pods.deleted:
-            self.ctx.events.normal(owner, "SuccessfulDelete", f"Deleted {what}")
+        finally:  # what was made before an error is announced too
+            for what in pods.created:
+                self.ctx.events.normal(owner, "SuccessfulCreate", f"Created {what}")
+            for what in pods.deleted:
+                self.ctx.events.normal(owner, "SuccessfulDelete", f"Deleted {what}")
         if self.job_style:
             now = self.ctx.clock.wall().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             return job_decision(owner, pods, now)

@@ -8,7 +8,7 @@ the field instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from sedna.runtime.informers import (
@@ -139,10 +139,11 @@ def model_mount(
 def enqueue_on_model(
     models: SharedInformer,
     owners: SharedInformer,
-    model_name_of: Callable[[Mapping[str, Any]], str | None],
+    model_name_of: Callable[[Mapping[str, Any]], str | Collection[str] | None],
     enqueue: Callable[[str], None],
 ) -> None:
-    """Enqueue every owner whose ``model_name_of(owner)`` names a Model that changed.
+    """Enqueue every owner whose ``model_name_of(owner)`` names a Model that changed
+    (one name, or several: joint inference's cloud and edge Models).
 
     So an owner waiting for its Model starts when the Model is created, and a new
     Model URL reaches its workers.
@@ -151,8 +152,10 @@ def enqueue_on_model(
     def changed(obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         model = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         meta = model.get("metadata") or {}
+        name = meta.get("name")
         for owner in owners.lister.list(str(meta.get("namespace") or "")):
-            if model_name_of(owner) == meta.get("name"):
+            names = model_name_of(owner)
+            if names == name if names is None or isinstance(names, str) else name in names:
                 enqueue(meta_namespace_key(owner))
 
     models.add_event_handler(

@@ -54,7 +54,10 @@ def test_the_feature_declares_exactly_what_it_calls(
     gm.stop()
     name = api.workers()["training-1"]["metadata"]["name"]
     api.pods.patch(api.ns, name, {"metadata": {"annotations": {WORKER: None}}})
-    gm.start()  # adopts (patches) the unmarked pod
+    service = f"{JOB}-aggregation"  # as an older GM left it: without its spec hash
+    api.services.patch(api.ns, service, {"metadata": {"annotations": None}})
+    gm.start()  # adopts (patches) the unmarked pod, heals (updates) the Service
+    wait_until(lambda: api.services.get(api.ns, service)["metadata"].get("annotations"))
     wait_until(lambda: WORKER in (api.pods.get(api.ns, name)["metadata"].get("annotations") or {}))
     api.fl.patch(api.ns, JOB, {"spec": {"pretrainedModel": {"name": ""}}})  # new generation
     wait_until(lambda: name not in {p["metadata"]["name"] for p in api.live_pods()})

@@ -209,6 +209,33 @@ def test_every_deleted_worker_and_the_service_are_healed(
     assert len(api.live_pods()) == 3
 
 
+def test_a_service_whose_spec_drifted_is_healed_in_place(
+    api: Api, make_gm: GMFactory, sedna_reference: Path
+) -> None:
+    """A Service of ours without the spec it was built from (made by an older GM, or
+    edited along with its hash) gets the aggregator's port and selector back, and keeps
+    its name and cluster IP."""
+    started_job(api, make_gm, sedna_reference)
+    name = f"{JOB}-aggregation"
+    before = api.services.get(api.ns, name)
+    drifted = copy.deepcopy(before)
+    drifted["metadata"]["annotations"] = {}
+    drifted["spec"]["ports"] = [{"name": "http", "protocol": "TCP", "port": 80, "targetPort": 80}]
+    drifted["spec"]["selector"] = {"app": "something-else"}
+    api.services.replace(api.ns, name, drifted)
+    api.fl.patch(api.ns, JOB, {"metadata": {"labels": {"poke": "1"}}})  # a sync
+    healed = wait_until(
+        lambda: (s := api.services.get(api.ns, name))["spec"]["ports"][0]["port"] == 7363 and s,
+        what="the Service healed",
+    )
+    assert healed["spec"]["ports"] == before["spec"]["ports"]
+    assert healed["spec"]["selector"] == before["spec"]["selector"]
+    assert healed["metadata"]["uid"] == before["metadata"]["uid"]
+    assert healed["spec"].get("clusterIP") == before["spec"].get("clusterIP")
+    api.wait_event("SuccessfulUpdate", name)
+    assert len(api.live_pods()) == 3
+
+
 def test_a_spec_change_rebuilds_the_workers(
     api: Api, make_gm: GMFactory, sedna_reference: Path
 ) -> None:

@@ -116,7 +116,8 @@ def test_workers_have_sedna_env_labels_and_owner(
     for env, wtype in ((cenv, "cloud"), (eenv, "edge")):
         assert env["NAMESPACE"] == ns
         assert env["SERVICE_NAME"] == SAMPLE
-        assert re.fullmatch(rf"{wtype}worker-[0-9a-f]{{5}}", env["WORKER_NAME"])
+        # Sedna's utilrand alphabet, as `stable_worker_name` draws from it
+        assert re.fullmatch(rf"{wtype}worker-[b-df-hj-np-tv-xz2456-9]{{5}}", env["WORKER_NAME"])
         assert env["MODEL_URL"].startswith("/")  # the storage initializer's local path
         assert env["input_shape"]  # the user's env is kept, first
     for dep, wtype in ((cloud, "Cloud"), (edge, "Edge")):
@@ -225,6 +226,39 @@ def test_each_owned_object_deleted_is_healed(
     assert api.names("deployments") == sorted([CLOUD_DEPLOYMENT, EDGE_DEPLOYMENT])
     assert api.names("hpas") == [hpa]
     assert "Failed" not in api.condition_types()
+
+
+def test_a_service_whose_spec_drifted_is_rolled_back_in_place(
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    """A Service of ours without its spec hash (an older GM's, or edited along with
+    it) gets Sedna's port 5000 back on the next sync; its name, UID and cluster IP stay."""
+    start(api, make_gm, make_lc, deployment_controller)
+    api.create(sample_service(sedna_reference))
+    api.until_running()
+    before = api.services.get(api.ns, CLOUD_SERVICE)
+    drifted = dict(before)
+    drifted["metadata"] = {**before["metadata"], "annotations": {}}
+    drifted["spec"] = {
+        **before["spec"],
+        "ports": [{"name": "http", "protocol": "TCP", "port": 80, "targetPort": 80}],
+    }
+    api.services.replace(api.ns, CLOUD_SERVICE, drifted)
+    api.jis.patch(api.ns, SAMPLE, {"metadata": {"labels": {"poke": "1"}}})  # a sync
+    healed = wait_until(
+        lambda: (
+            (s := api.services.get(api.ns, CLOUD_SERVICE))["spec"]["ports"][0]["port"] == 5000 and s
+        ),
+        what="the Service rolled back",
+    )
+    assert healed["spec"]["ports"] == before["spec"]["ports"]
+    assert healed["metadata"]["uid"] == before["metadata"]["uid"]
+    assert healed["spec"].get("clusterIP") == before["spec"].get("clusterIP")
+    assert healed["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
 
 
 def test_hpas_follow_the_spec(

@@ -204,7 +204,7 @@ def test_a_create_not_yet_in_the_cache_is_not_repeated(make_gm: Any, api: Api) -
     assert gm.manager is not None
     controller = next(f.controller for f in gm.manager.features if f.name == "reid")
     owner = {**api.owner(kind, name), "kind": kind, "apiVersion": "sedna.io/v1alpha1"}
-    want = controller.plan(owner).extra["pods"][0]  # type: ignore[attr-defined]
+    want = controller.plan(owner).pods[0]  # type: ignore[attr-defined]
     probe = (dataclasses.replace(want, key="probe"),)
     pods = controller.owned_pods  # type: ignore[attr-defined]
     first = pods.ensure(owner, probe, [])

@@ -734,7 +734,9 @@ class StageMachine(Controller):
             before = str(old.get("type"))
         else:
             before = C.describe(old)
-        logger.info(
+        # stage, node and pod as JSON fields too, for a log collector to filter on
+        fields = {k: v for k, v in (("stage", stage), ("node", node), ("pod", pod)) if v}
+        logger.bind(**fields).info(
             "{} {}/{}: stage {} | condition {} -> {} | pod {} | node {}{}",
             self.feature.log_name,
             meta.get("namespace"),

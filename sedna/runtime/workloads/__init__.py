@@ -31,6 +31,7 @@ from sedna.runtime.workloads.owned import (
     OwnedWorkloads,
     WorkloadConflict,
     controller_of,
+    ensure_service,
     spec_hash,
 )
 from sedna.runtime.workloads.parsing import parse_hpa, parse_template, require_mapping, require_str
@@ -66,6 +67,7 @@ __all__ = [
     "controller_of",
     "deployment_failure_message",
     "deployment_health",
+    "ensure_service",
     "is_finished",
     "latest_condition",
     "parse_hpa",

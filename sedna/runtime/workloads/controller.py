@@ -213,7 +213,7 @@ class WorkloadController(Controller):
             self.ctx.events.normal(owner, "SuccessfulUpdate", f"Rolled the spec out to {what}")
         for what in observed.deleted:
             self.ctx.events.normal(owner, "SuccessfulDelete", f"Deleted {what}")
-        return self._record(owner, self.decide(owner, plan, observed))
+        return self._record(owner, self.decide(owner, plan, observed), where=_where(plan, observed))
 
     def _keep_running(self, owner: Obj, exc: Waiting) -> tuple[Result | None] | None:
         """Something the plan needs went missing after the workers were made (a Model
@@ -239,7 +239,12 @@ class WorkloadController(Controller):
         )
 
     def _record(
-        self, owner: Obj, decision: StatusDecision, *, event_reason: str = ""
+        self,
+        owner: Obj,
+        decision: StatusDecision,
+        *,
+        event_reason: str = "",
+        where: Mapping[str, str] | None = None,
     ) -> Result | None:
         now = _rfc3339(self.ctx.clock.wall())
         appended: list[Mapping[str, Any]] = []
@@ -274,7 +279,7 @@ class WorkloadController(Controller):
         except NotFound:
             return None
         if appended:
-            self._announce(owner, before, appended[-1], decision, event_reason)
+            self._announce(owner, before, appended[-1], decision, event_reason, where or {})
         if decision.requeue_after:
             return Result(requeue_after=decision.requeue_after)
         return None
@@ -286,10 +291,11 @@ class WorkloadController(Controller):
         cond: Mapping[str, Any],
         decision: StatusDecision,
         event_reason: str,
+        where: Mapping[str, str],
     ) -> None:
         meta = owner.get("metadata") or {}
         was = str(before.get("type")) if before else "-"
-        logger.info(
+        logger.bind(**where).info(
             "{} {}/{}: condition {} -> {} | active {} failed {}{}",
             self.label,
             meta.get("namespace"),
@@ -306,6 +312,28 @@ class WorkloadController(Controller):
             self.ctx.events.warning(owner, reason, message)
         else:
             self.ctx.events.normal(owner, reason, message)
+
+
+def _where(plan: WorkloadPlan, observed: Observed) -> dict[str, str]:
+    """The ``node`` and ``pod`` JSON log fields of a status change, where known: the nodes
+    the plan's templates name and the owner's bare pods run on, the bare pods' names
+    (comma-separated, sorted). A service has no stage: none is bound."""
+    nodes: set[str] = set()
+    for want in plan.deployments:
+        spec = (want.spec.get("template") or {}).get("spec") or {}
+        if isinstance(spec, Mapping) and isinstance(spec.get("nodeName"), str):
+            nodes.add(spec["nodeName"])
+    pods: list[str] = []
+    for pod in observed.pods:
+        meta = pod.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            continue
+        pods.append(str(meta.get("name") or ""))
+        node = (pod.get("spec") or {}).get("nodeName")
+        if isinstance(node, str) and node:
+            nodes.add(node)
+    fields = {"node": ",".join(sorted(n for n in nodes if n)), "pod": ",".join(sorted(pods))}
+    return {k: v for k, v in fields.items() if v}
 
 
 def json_like(status: Mapping[str, Any]) -> dict[str, Any]:

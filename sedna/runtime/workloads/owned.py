@@ -62,6 +62,7 @@ __all__ = [
     "OwnedWorkloads",
     "WorkloadConflict",
     "controller_of",
+    "ensure_service",
     "spec_hash",
 ]
 
@@ -126,6 +127,101 @@ class Observed:
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+
+
+def create_or_adopt(
+    api: ResourceClient,
+    informer: SharedInformer,
+    ref: JobRef,
+    desired: dict[str, Any],
+    field: str,
+    seen: Observed,
+) -> tuple[Obj, bool]:
+    """The existing object (cache, else server after AlreadyExists), or the created one.
+
+    The bool says whether it was created now. One of that name the owner does not
+    control raises `WorkloadConflict` naming `field`.
+    """
+    name = desired["metadata"]["name"]
+    kind = desired["kind"]
+    existing = informer.lister.get(ref.namespace, name)
+    if existing is None:
+        try:
+            created = api.create(ref.namespace, desired)
+        except AlreadyExists:
+            existing = api.get(ref.namespace, name)
+        else:
+            seen.created.append(f"{kind} {name}")
+            logger.info("{} {}: created {} {}", ref.kind, ref.key, kind, name)
+            return created, True
+    if not _controlled_by(existing, ref.uid):
+        raise WorkloadConflict(kind, ref.namespace, name, field)
+    return existing, False
+
+
+def roll_out(
+    api: ResourceClient,
+    ref: JobRef,
+    existing: Obj,
+    want_hash: str,
+    apply: Callable[[dict[str, Any]], None],
+    seen: Observed,
+) -> Obj:
+    """`existing` with `apply` written to it (conflicts retried), unless it already
+    carries `want_hash`; a controller other than the owner raises `WorkloadConflict`."""
+    if _annotated_hash(existing) == want_hash:
+        return existing
+    name = existing["metadata"]["name"]
+    kind = str(existing.get("kind") or api.res.kind)
+
+    def mutate(fresh: dict[str, Any]) -> bool:
+        if _annotated_hash(fresh) == want_hash:
+            return False
+        if not _controlled_by(fresh, ref.uid):
+            raise WorkloadConflict(kind, ref.namespace, name, "metadata.ownerReferences")
+        apply(fresh)
+        _set_hash(fresh, want_hash)
+        return True
+
+    out = update_with_retry(api, ref.namespace, name, mutate, current=existing)
+    seen.updated.append(f"{kind} {name}")
+    logger.info("{} {}: rolled the spec out to {} {}", ref.kind, ref.key, kind, name)
+    return out
+
+
+def ensure_service(
+    api: ResourceClient, informer: SharedInformer, owner: Obj, want: ServiceWant, seen: Observed
+) -> Obj:
+    """The owner's Service for `want`: created, adopted (ours after a lost answer),
+    healed and rolled out; its host and node port go into `seen`.
+
+    The one way every owner makes its Services, with or without the rest of the family
+    (`OwnedWorkloads` calls it, and so does a feature with its own controller). Raises
+    `WorkloadConflict` for a Service of that name the owner does not control, and API
+    errors.
+    """
+    ref = job_ref(owner)
+    if want.flavor == "nodeport":
+        desired = build_nodeport_service(ref, want.worker_type, want.port, want.external_ip)
+    else:
+        desired = build_edgemesh_service(ref, want.worker_type, want.port)
+    want_hash = spec_hash(desired["spec"])
+    _set_hash(desired, want_hash)
+    field = f"service {service_name(ref, want.worker_type)}"
+    existing, created = create_or_adopt(api, informer, ref, desired, field, seen)
+    if not created:
+
+        def apply(fresh: dict[str, Any]) -> None:
+            # our keys only: clusterIP and what else the server set are kept (the ports
+            # are a list: copied whole, where a per-value json_deepcopy would raise)
+            fresh.setdefault("spec", {}).update(json_deepcopy(desired["spec"]))
+
+        existing = roll_out(api, ref, existing, want_hash, apply, seen)
+    meta = existing.get("metadata") or {}
+    seen.service_hosts[want.worker_type] = f"{meta.get('name')}.{meta.get('namespace')}"
+    ports = (existing.get("spec") or {}).get("ports") or [{}]
+    seen.node_ports[want.worker_type] = int(ports[0].get("nodePort") or 0)
+    return existing
 
 
 class _OwnedHandler:
@@ -233,7 +329,7 @@ class OwnedWorkloads:
         ref = job_ref(owner)
         seen = Observed()
         for s in plan.services:
-            self._ensure_service(owner, ref, s, seen)
+            self._ensure_service(owner, s, seen)
         for d in plan.deployments:
             seen.deployments[deployment_name(ref, d.worker_type)] = self._ensure_deployment(
                 owner, ref, d, seen
@@ -245,70 +341,13 @@ class OwnedWorkloads:
             seen.pods = self.pods_of(owner)
         return seen
 
-    def _create_or_adopt(
-        self,
-        api: ResourceClient,
-        informer: SharedInformer,
-        ref: JobRef,
-        desired: dict[str, Any],
-        field: str,
-        seen: Observed,
-    ) -> tuple[Obj, bool]:
-        """The existing object (cache, else server after AlreadyExists), or the created one.
-
-        The bool says whether it was created now.
-        """
-        name = desired["metadata"]["name"]
-        kind = desired["kind"]
-        existing = informer.lister.get(ref.namespace, name)
-        if existing is None:
-            try:
-                created = api.create(ref.namespace, desired)
-            except AlreadyExists:
-                existing = api.get(ref.namespace, name)
-            else:
-                seen.created.append(f"{kind} {name}")
-                logger.info("{} {}: created {} {}", ref.kind, ref.key, kind, name)
-                return created, True
-        if not _controlled_by(existing, ref.uid):
-            raise WorkloadConflict(kind, ref.namespace, name, field)
-        return existing, False
-
-    def _update(
-        self,
-        api: ResourceClient,
-        ref: JobRef,
-        existing: Obj,
-        want_hash: str,
-        apply: Callable[[dict[str, Any]], None],
-        seen: Observed,
-    ) -> Obj:
-        if _annotated_hash(existing) == want_hash:
-            return existing
-        name = existing["metadata"]["name"]
-        kind = str(existing.get("kind") or api.res.kind)
-
-        def mutate(fresh: dict[str, Any]) -> bool:
-            if _annotated_hash(fresh) == want_hash:
-                return False
-            if not _controlled_by(fresh, ref.uid):
-                raise WorkloadConflict(kind, ref.namespace, name, "metadata.ownerReferences")
-            apply(fresh)
-            _set_hash(fresh, want_hash)
-            return True
-
-        out = update_with_retry(api, ref.namespace, name, mutate, current=existing)
-        seen.updated.append(f"{kind} {name}")
-        logger.info("{} {}: rolled the spec out to {} {}", ref.kind, ref.key, kind, name)
-        return out
-
     def _ensure_deployment(
         self, owner: Obj, ref: JobRef, want: DeploymentWant, seen: Observed
     ) -> Obj | None:
         desired = self.runtime.build_deployment(owner, want.spec, want.param, field=want.field)
         want_hash = spec_hash(desired["spec"])
         _set_hash(desired, want_hash)
-        existing, created = self._create_or_adopt(
+        existing, created = create_or_adopt(
             self.deployments_api, self.deployment_informer, ref, desired, want.field, seen
         )
         if created or (existing.get("metadata") or {}).get("deletionTimestamp"):
@@ -321,36 +360,16 @@ class OwnedWorkloads:
                 spec["replicas"] = desired["spec"]["replicas"]
             fresh["metadata"].setdefault("labels", {}).update(desired["metadata"]["labels"])
 
-        return self._update(self.deployments_api, ref, existing, want_hash, apply, seen)
+        return roll_out(self.deployments_api, ref, existing, want_hash, apply, seen)
 
-    def _ensure_service(self, owner: Obj, ref: JobRef, want: ServiceWant, seen: Observed) -> None:
-        if want.flavor == "nodeport":
-            desired = build_nodeport_service(ref, want.worker_type, want.port, want.external_ip)
-        else:
-            desired = build_edgemesh_service(ref, want.worker_type, want.port)
-        want_hash = spec_hash(desired["spec"])
-        _set_hash(desired, want_hash)
-        field = f"service {service_name(ref, want.worker_type)}"
-        existing, created = self._create_or_adopt(
-            self.services_api, self.service_informer, ref, desired, field, seen
-        )
-        if not created:
-
-            def apply(fresh: dict[str, Any]) -> None:
-                # the planned keys only: clusterIP and what else the server set stay
-                fresh.setdefault("spec", {}).update(json_deepcopy(desired["spec"]))
-
-            existing = self._update(self.services_api, ref, existing, want_hash, apply, seen)
-        meta = existing.get("metadata") or {}
-        seen.service_hosts[want.worker_type] = f"{meta.get('name')}.{meta.get('namespace')}"
-        ports = (existing.get("spec") or {}).get("ports") or [{}]
-        seen.node_ports[want.worker_type] = int(ports[0].get("nodePort") or 0)
+    def _ensure_service(self, owner: Obj, want: ServiceWant, seen: Observed) -> None:
+        ensure_service(self.services_api, self.service_informer, owner, want, seen)
 
     def _ensure_hpa(self, ref: JobRef, want: HPAWant, seen: Observed) -> None:
         desired = build_hpa(ref, "Deployment", want.target, want.worker_type, want.hpa)
         want_hash = spec_hash(desired["spec"])
         _set_hash(desired, want_hash)
-        existing, created = self._create_or_adopt(
+        existing, created = create_or_adopt(
             self.hpas_api,
             self.hpa_informer,
             ref,
@@ -364,7 +383,7 @@ class OwnedWorkloads:
         def apply(fresh: dict[str, Any]) -> None:
             apply_hpa_spec(fresh, ref, "Deployment", want.target, want.worker_type, want.hpa)
 
-        self._update(self.hpas_api, ref, existing, want_hash, apply, seen)
+        roll_out(self.hpas_api, ref, existing, want_hash, apply, seen)
 
     def _prune(self, owner: Obj, ref: JobRef, plan: WorkloadPlan, seen: Observed) -> None:
         keep: dict[str, set[str]] = {

@@ -17,6 +17,7 @@ from sedna.runtime.workers.types import WorkerParam
 __all__ = [
     "DeploymentWant",
     "HPAWant",
+    "PodWant",
     "ServiceWant",
     "SpecError",
     "Waiting",
@@ -92,10 +93,27 @@ class HPAWant:
 
 
 @dataclass(frozen=True)
+class PodWant:
+    """One bare worker pod: `key` is its identity in the owner (``trackingworker-0``).
+
+    Made by `PodWorkloadController` (``sedna.runtime.owned_pods``), not by the family's
+    `OwnedWorkloads`.
+    """
+
+    key: str
+    worker_type: str
+    template: Mapping[str, Any]
+    param: WorkerParam
+    field: str = "spec.template"
+
+
+@dataclass(frozen=True)
 class WorkloadPlan:
-    """Everything the owner should control, in creation order: Services, Deployments, HPAs."""
+    """Everything the owner should control, in creation order: Services, Deployments, HPAs,
+    and the bare pods a `PodWorkloadController` makes."""
 
     deployments: tuple[DeploymentWant, ...] = ()
     services: tuple[ServiceWant, ...] = ()
     hpas: tuple[HPAWant, ...] = ()
+    pods: tuple[PodWant, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)

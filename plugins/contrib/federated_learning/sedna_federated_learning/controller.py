@@ -50,18 +50,21 @@ from sedna.runtime import (
     MODELS,
     PODS,
     SERVICES,
-    AlreadyExists,
     ApiError,
     Controller,
     ControllerContext,
     DeletedFinalStateUnknown,
     NotFound,
+    Observed,
     ResourceEventHandlerFuncs,
     Result,
+    ServiceWant,
     UpstreamMessage,
     WorkerError,
     WorkerParam,
+    WorkloadConflict,
     convert_map_to_metrics,
+    ensure_service,
     job_selector,
     label_selector_string,
     meta_namespace_key,
@@ -533,48 +536,37 @@ class FederatedLearningController(Controller):
         return Inputs(model, pretrained, datasets)
 
     def _ensure_service(self, job: Obj) -> None:
-        """The aggregator's Service (Sedna's `CreateEdgeMeshService` on 7363), created again
-        whenever it is missing."""
-        meta = _meta(job)
-        ns = str(meta.get("namespace"))
-        name = f"{meta.get('name')}-{AGGREGATION_WORKER}".lower()
-        existing = self.services.lister.get(ns, name)
-        if existing is not None:
-            self._check_service_owner(job, existing)
-            return
+        """The aggregator's Service (Sedna's `CreateEdgeMeshService` on 7363), the family's
+        way (`ensure_service`): created again whenever it is missing, its spec healed.
+
+        One of that name the job does not control blocks the job: the training workers
+        would reach whatever it selects.
+        """
+        ns = str(_meta(job).get("namespace"))
+        name = f"{_meta(job).get('name')}-{AGGREGATION_WORKER}".lower()
+        seen = Observed()
         try:
-            self.ctx.worker_runtime.create_edgemesh_service(job, AGGREGATION_WORKER, AGG_PORT)
-        except AlreadyExists:
-            try:
-                self._check_service_owner(job, self.services_client.get(ns, name))
-            except NotFound:
-                raise _Retry(
-                    "ServiceCreateFailed", f"Service {ns}/{name} is being replaced"
-                ) from None
-            return
+            ensure_service(
+                self.services_client,
+                self.services,
+                job,
+                ServiceWant(AGGREGATION_WORKER, AGG_PORT),
+                seen,
+            )
+        except WorkloadConflict:
+            raise _Blocked(
+                "ServiceConflict",
+                f"Service {ns}/{name} exists and is not controlled by this job (the training "
+                "workers' AGG_IP would name it)",
+            ) from None
         except ApiError as exc:
             raise _Retry(
                 "ServiceCreateFailed", f"cannot create Service {ns}/{name}: {exc}"
             ) from None
-        logger.info(
-            "federated learning job {}: created Service {} on port {}", _name(job), name, AGG_PORT
-        )
-        self.ctx.events.normal(job, "SuccessfulCreate", f"Created Service {name} (port {AGG_PORT})")
-
-    def _check_service_owner(self, job: Obj, service: Obj) -> None:
-        """The training workers would reach whatever a Service of that name selects: one
-        the job does not control is reported, and no worker is made."""
-        uid = _meta(job).get("uid")
-        refs = _meta(service).get("ownerReferences") or []
-        if any(
-            isinstance(r, Mapping) and r.get("controller") and r.get("uid") == uid for r in refs
-        ):
-            return
-        raise _Blocked(
-            "ServiceConflict",
-            f"Service {_meta(service).get('namespace')}/{_meta(service).get('name')} exists and "
-            "is not controlled by this job (the training workers' AGG_IP would name it)",
-        )
+        for what in seen.created:
+            self.ctx.events.normal(job, "SuccessfulCreate", f"Created {what} (port {AGG_PORT})")
+        for what in seen.updated:
+            self.ctx.events.normal(job, "SuccessfulUpdate", f"Rolled the spec out to {what}")
 
     def _owned_pods(self, job: Obj, pods: Sequence[Obj]) -> list[Obj]:
         uid = _meta(job).get("uid")

@@ -30,14 +30,14 @@ ACCESS = (
     ApiAccess("sedna.io", ("models", "datasets"), ("get", "list", "watch")),
     ApiAccess("sedna.io", ("models/status",), ("update",)),
     ApiAccess("", ("pods",), ("list", "watch", "create", "delete", "patch")),
-    ApiAccess("", ("services",), ("get", "list", "watch", "create")),
+    ApiAccess("", ("services",), ("get", "list", "watch", "create", "update")),
     ApiAccess("", ("secrets",), ("get",)),
     ApiAccess("", ("events",), ("create", "patch")),
 )
 """Every call the controller makes: jobs and their Models/Datasets read through informers
 (plus `get` on a cache miss), status writes through the status subresource, pods
 listed from the server before a create, pods of another GM annotated when adopted, the
-aggregator's Service created."""
+aggregator's Service created and its spec healed."""
 
 
 class Options(BaseModel):

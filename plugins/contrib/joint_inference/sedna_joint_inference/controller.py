@@ -34,7 +34,6 @@ Differences from Sedna, on purpose:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,21 +46,20 @@ from sedna.runtime import (
     DeletedFinalStateUnknown,
     DeploymentWant,
     HPAWant,
-    MountURL,
     NotFound,
     ResourceEventHandlerFuncs,
     ServiceWant,
-    SpecError,
     UpstreamMessage,
-    Waiting,
-    WorkerMount,
     WorkerParam,
     WorkloadController,
     WorkloadPlan,
+    enqueue_on_model,
     go_json,
     job_ref,
-    meta_namespace_key,
+    model_mount,
     sedna_resource,
+    service_host,
+    stable_worker_name,
     update_status_with_retry,
 )
 
@@ -74,16 +72,27 @@ BIG_MODEL_PORT = 5000
 
 REASON_NO_NODE = "MissingNodeName"
 REASON_BAD_REPORT = "InvalidReport"
-REASON_NO_MODEL = "ModelNotFound"
 
 Obj = Mapping[str, Any]
 
 
 def worker_name(owner: Obj, worker_type: str) -> str:
-    """Sedna's ``<type>worker-<5 random>``, with the 5 chars derived from the UID."""
-    uid = str((owner.get("metadata") or {}).get("uid") or "")
-    digest = hashlib.sha256(f"{uid}/{worker_type}".encode()).hexdigest()
-    return f"{worker_type.lower()}worker-{digest[:5]}"
+    """Sedna's ``<type>worker-<5 random>``, the 5 characters derived from the UID
+    (`stable_worker_name`, as every family kind does)."""
+    return stable_worker_name(owner, f"{worker_type.lower()}worker-")
+
+
+def _model_names(owner: Obj) -> set[str]:
+    """The Models the service names (read leniently: the spec may be malformed)."""
+    spec = owner.get("spec")
+    names: set[str] = set()
+    for w in ("cloudWorker", "edgeWorker"):
+        worker = spec.get(w) if isinstance(spec, Mapping) else None
+        model = worker.get("model") if isinstance(worker, Mapping) else None
+        name = model.get("name") if isinstance(model, Mapping) else None
+        if isinstance(name, str) and name:
+            names.add(name)
+    return names
 
 
 def _name(obj: Obj) -> str:
@@ -98,12 +107,7 @@ class JointInferenceController(WorkloadController):
         super().__init__(ctx, JOINT_INFERENCE_SERVICES, label="joint inference service")
         self.lc_server = ctx.config.localController.server
         self.models = ctx.informers.informer(MODELS)
-        self.models.add_event_handler(
-            ResourceEventHandlerFuncs(
-                add=self._model_changed,
-                update=lambda _old, new: self._model_changed(new),
-            )
-        )
+        enqueue_on_model(self.models, self.owners, _model_names, self.enqueue)
         self.owners.add_event_handler(
             ResourceEventHandlerFuncs(add=self._added, update=self._updated, delete=self._deleted)
         )
@@ -115,7 +119,7 @@ class JointInferenceController(WorkloadController):
         spec = parse_spec(owner)
         ref = job_ref(owner)
         service = ServiceWant(CLOUD, BIG_MODEL_PORT)
-        host = f"{ref.name}-{CLOUD}".lower() + f".{ref.namespace}"
+        host = service_host(owner, CLOUD)
         cloud = self._param(owner, spec.cloud, CLOUD, {"BIG_MODEL_BIND_PORT": str(BIG_MODEL_PORT)})
         edge = self._param(
             owner,
@@ -149,48 +153,12 @@ class JointInferenceController(WorkloadController):
     ) -> WorkerParam:
         ref = job_ref(owner)
         field = f"{worker.field}.model.name"
-        try:
-            model = self.models.get_or_read(ref.namespace, worker.model)
-        except ApiError as exc:
-            raise Waiting(
-                field, REASON_NO_MODEL, f"cannot read model {worker.model}: {exc}"
-            ) from None
-        if model is None:
-            raise Waiting(field, REASON_NO_MODEL, f"model {ref.namespace}/{worker.model} not found")
-        mspec = model.get("spec") or {}
-        url = mspec.get("url")
-        if not isinstance(url, str) or not url:
-            raise SpecError(field, f"model {worker.model} has no spec.url")
-        credential = mspec.get("credentialName")
         env = dict(env)
         env["NAMESPACE"] = ref.namespace
         env["SERVICE_NAME"] = ref.name
         env["WORKER_NAME"] = worker_name(owner, worker_type)
-        mount = WorkerMount(
-            name="model",
-            url=MountURL(
-                url=url,
-                download_by_initializer=True,
-                secret_name=credential if isinstance(credential, str) and credential else None,
-                secret_field=f"model {worker.model}: spec.credentialName",
-                field=field,
-            ),
-            env_name="MODEL_URL",
-        )
+        mount = model_mount(self.models, owner, worker.model, field, "MODEL_URL")
         return WorkerParam(worker_type=worker_type, mounts=[mount], env=env)
-
-    def _model_changed(self, model: Obj) -> None:
-        meta = model.get("metadata") or {}
-        ns, name = meta.get("namespace"), meta.get("name")
-        for svc in self.owners.lister.list(ns):
-            spec = svc.get("spec") or {}
-            names = {
-                ((spec.get(w) or {}).get("model") or {}).get("name")
-                for w in ("cloudWorker", "edgeWorker")
-                if isinstance(spec.get(w), Mapping) and isinstance(spec[w].get("model"), Mapping)
-            }
-            if name in names:
-                self.enqueue(meta_namespace_key(svc))
 
     # -- downstream (informer thread) ------------------------------------------------
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sedna.runtime import SpecError, parse_hpa, parse_template, require_mapping, require_str
+from sedna.runtime import SpecError, checked_template, parse_hpa, require_mapping, require_str
 
 __all__ = ["JointInferenceSpec", "WorkerSpec", "edge_node", "parse_spec"]
 
@@ -42,7 +42,7 @@ def _worker(spec: Mapping[str, Any], key: str) -> WorkerSpec:
     return WorkerSpec(
         field=field,
         model=require_str(model.get("name"), f"{field}.model.name"),
-        template=parse_template(worker.get("template"), f"{field}.template"),
+        template=checked_template(worker.get("template"), f"{field}.template"),
         hpa=parse_hpa(worker.get("hpa"), f"{field}.hpa"),
     )
 

@@ -107,5 +107,5 @@ def plan(owner: Mapping[str, Any]) -> WorkloadPlan:
                 "spec.userWorker.template",
             ),
         ),
-        extra={"pods": tuple(pods)},
+        pods=tuple(pods),
     )

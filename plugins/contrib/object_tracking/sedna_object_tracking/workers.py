@@ -80,5 +80,5 @@ def plan(owner: Mapping[str, Any]) -> WorkloadPlan:
                 "spec.reidWorkers.template",
             ),
         ),
-        extra={"pods": tuple(pods)},
+        pods=tuple(pods),
     )

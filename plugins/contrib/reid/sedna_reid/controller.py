@@ -65,5 +65,5 @@ class ReidJobController(PodWorkloadController):
             restart_policy=str((template.get("spec") or {}).get("restartPolicy") or ""),
         )
         return WorkloadPlan(
-            extra={"pods": (PodWant(REID_WORKER, REID_WORKER, template, param, "spec.template"),)}
+            pods=(PodWant(REID_WORKER, REID_WORKER, template, param, "spec.template"),)
         )

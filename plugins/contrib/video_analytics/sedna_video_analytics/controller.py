@@ -87,5 +87,5 @@ class VideoAnalyticsJobController(PodWorkloadController):
         )
         return WorkloadPlan(
             services=(ServiceWant(VIDEO_ANALYTICS_WORKER, VIDEO_ANALYTICS_PORT),),
-            extra={"pods": (want,)},
+            pods=(want,),
         )
