@@ -173,7 +173,8 @@ _CONDITION_RANK = {
     C.COMPLETED: 4,
     C.FAILED: 4,
 }
-_REPORT_RANK = {"waiting": 0, "ready": 1, "completed": 4, "failed": 4}
+_FINAL_RANK = 4
+_REPORT_RANK = {"waiting": 0, "ready": 1, "completed": _FINAL_RANK, "failed": _FINAL_RANK}
 
 
 def _intent(cond: Obj) -> str:
@@ -391,23 +392,35 @@ class StageMachine(Controller):
     def stale_report(self, msg: UpstreamMessage) -> bool:
         """Whether a report came too late to apply: it never moves a job backwards.
 
-        Reports are for the stage the job is in (the LC answers the latest condition), so
-        one for another stage, or one behind the latest condition of its stage (a
-        duplicate train/ready while the train worker already runs, which would append a
-        second Ready and start a second worker), is skipped and counted by the upstream
-        layer. Malformed reports are not stale: the handler rejects them with a reason.
+        A report is compared with the latest condition of its own stage in the job's
+        current round (from the last Train/Waiting on): one behind it (a duplicate
+        train/ready while the train worker already runs, which would append a second
+        Ready and start a second worker), or a second final word on a stage that has
+        ended (a train/failed arriving once the job is in Eval), is skipped and counted
+        by the upstream layer; so is a report for the stage just left in a round that
+        has not reached it again (the last round's deploy/completed). Anything else is
+        applied as Sedna applies it, and malformed reports go to the handler, which
+        rejects them with a reason.
         """
         cached = self.jobs.lister.get(msg.namespace, msg.name)
-        latest = C.latest(C.conditions_of(cached)) if cached is not None else None
-        if latest is None or not isinstance(msg.content, Mapping):
+        conds = C.conditions_of(cached) if cached is not None else []
+        if not conds or not isinstance(msg.content, Mapping):
             return False
         stage = str(msg.content.get("phase") or "").capitalize()
         rank = _REPORT_RANK.get(str(msg.content.get("status") or "").lower())
         if stage not in (C.TRAIN, C.EVAL, C.DEPLOY) or rank is None:
             return False
-        if stage != latest.get("stage"):
-            return True
-        return rank < _CONDITION_RANK.get(str(latest.get("type") or ""), 0)
+        starts = [
+            i
+            for i, c in enumerate(conds)
+            if c.get("stage") == C.TRAIN and c.get("type") == C.WAITING
+        ]
+        this_round = conds[starts[-1] :] if starts else conds
+        mine = [c for c in this_round if c.get("stage") == stage]
+        if not mine:
+            return C.NEXT_STAGE.get(stage) == conds[-1].get("stage")
+        last = _CONDITION_RANK.get(str(mine[-1].get("type") or ""), 0)
+        return rank < last or rank == last == _FINAL_RANK
 
     def handle_report(self, msg: UpstreamMessage) -> None:
         """An LC's status report: append it as a condition; bad reports only get logged."""
