@@ -25,6 +25,10 @@ A metadata-only informer (client-go's ``metadatainformer``) lists and watches wi
 ``metadata_only=True``: its cache holds ``PartialObjectMetadata`` objects (apiVersion
 ``meta.k8s.io/v1``, only ``metadata``), for consumers that need names, labels, owners
 or deletions but not spec and status. Everything above works unchanged on them.
+
+A ``transform`` (client-go's ``SetTransform``) is applied to every listed and watched
+object before it is cached or handed to a handler, e.g. to drop ``managedFields``
+(see ``transforms``); the cache and the handlers only ever see transformed objects.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from .store import (
     controller_owner_uids,
     namespace_index,
 )
+from .transforms import Transform
 
 __all__ = ["HandlerRegistration", "InformerOptions", "InformerStats", "SharedInformer"]
 
@@ -150,9 +155,11 @@ class SharedInformer:
         label_selector: str | None = None,
         field_selector: str | None = None,
         metadata_only: bool = False,
+        transform: Transform | None = None,
     ) -> None:
         self.client = client
         self.metadata_only = metadata_only
+        self.transform = transform
         self.resource = client.res
         self.namespace = namespace if client.res.namespaced else ""
         self.resync_period = resync_period
@@ -420,7 +427,7 @@ class SharedInformer:
             # List items of built-in kinds come without apiVersion/kind.
             item.setdefault("apiVersion", api_version)
             item.setdefault("kind", kind)
-            fresh[key] = item
+            fresh[key] = self._transformed(item)
         with self._cond:
             targets = tuple(self._listeners)
             notes: list[_Note] = []
@@ -455,6 +462,17 @@ class SharedInformer:
             rv,
             len(notes),
         )
+
+    def _transformed(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if self.transform is None:
+            return obj
+        try:
+            return self.transform(obj)
+        except Exception as exc:
+            # A transform bug must not lose the object: cache it as it came.
+            self.stats.handler_errors += 1
+            logger.opt(exception=exc).error("informer {}: transform failed", self._label)
+            return obj
 
     def _put(self, key: str, obj: Obj) -> Obj | None:
         if self._detector is not None:
@@ -531,6 +549,7 @@ class SharedInformer:
             if rv:
                 self._last_rv = rv
             return False
+        obj = self._transformed(obj)
         with self._cond:
             if typ == "ADDED" or typ == "MODIFIED":
                 old = self._put(key, obj)

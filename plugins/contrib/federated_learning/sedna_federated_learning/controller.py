@@ -209,7 +209,7 @@ class FederatedLearningController(Controller):
         self.services_client = ctx.kube.resource(SERVICES)
         self.models_client = ctx.kube.resource(MODELS)
         self.jobs = ctx.informers.informer(FEDERATED_LEARNING_JOBS)
-        self.pods = ctx.informers.informer(PODS)
+        self.pods = ctx.informers.worker_pods(FEDERATED_LEARNING_JOBS)
         self.services = ctx.informers.informer(SERVICES)
         self.models = ctx.informers.informer(MODELS)
         self.datasets = ctx.informers.informer(DATASETS)
