@@ -16,6 +16,7 @@ from sedna.embedded.apiserver import APIServer
 from sedna.runtime.informers import SharedInformerFactory, worker_label_key
 from sedna.runtime.informers.transforms import (
     LAST_APPLIED_ANNOTATION,
+    SubtreeSharing,
     strip_bookkeeping,
     worker_pod_transform,
 )
@@ -151,9 +152,10 @@ def test_asking_for_a_shared_informer_with_another_transform_is_refused(
 ) -> None:
     f = make_factory(namespace=namespace)
     f.informer(PODS)
-    assert f.informer(PODS, transform=strip_bookkeeping) is f.informer(PODS)
-    with pytest.raises(ValueError, match="another transform"):
-        f.informer(PODS, transform=worker_pod_transform)
+    assert f.informer(PODS, transform=f.default_transform) is f.informer(PODS)
+    for other in (strip_bookkeeping, worker_pod_transform, None):
+        with pytest.raises(ValueError, match="another transform"):
+            f.informer(PODS, transform=other)
 
 
 def test_a_failing_transform_caches_the_object_as_it_came(
@@ -193,3 +195,39 @@ def test_the_worker_pod_transform_keeps_metadata_status_and_where_it_runs() -> N
     }
     assert out["status"] == {"phase": "Running", "conditions": [{"type": "Ready"}]}
     assert worker_pod_transform(out) == out  # idempotent
+
+
+def test_alike_specs_are_cached_once_and_different_ones_apart(
+    kube: KubeClient, make_factory: Factory, namespace: str, srv: APIServer
+) -> None:
+    pods = kube.resource(PODS)
+    for name in ("a", "b"):
+        pods.create(namespace, pod(name))
+    f = make_factory(namespace=namespace)
+    inf = f.informer(PODS)
+    f.start()
+    assert f.wait_for_cache_sync(5)
+    other = pod("c")
+    other["spec"]["containers"][0]["image"] = "other"
+    pods.create(namespace, other)
+    pods.create(namespace, pod("d"))  # watched, alike to the listed ones
+    wait_until(lambda: len(inf.lister.list()) == 4, what="all cached")
+    a, b, c, d = (inf.lister.get(namespace, n) for n in "abcd")
+    assert a["spec"]["containers"] is b["spec"]["containers"] is d["spec"]["containers"]
+    assert c["spec"]["containers"] is not a["spec"]["containers"]
+    assert c["spec"]["containers"][0]["image"] == "other"
+    # equal to what the server holds, object by object
+    for name, obj in zip("abcd", (a, b, c, d), strict=True):
+        assert obj["spec"] == pods.get(namespace, name)["spec"]
+
+
+def test_the_sharing_table_is_bounded_and_keeps_the_latest() -> None:
+    share = SubtreeSharing(max_entries=3)
+    objs = [share({"metadata": {"name": str(i)}, "spec": {"t": {"i": i}}}) for i in range(10)]
+    assert len(share) == 3
+    again = share({"metadata": {"name": "x"}, "spec": {"t": {"i": 9}}})
+    assert again["spec"]["t"] is objs[9]["spec"]["t"]
+    old = share({"metadata": {"name": "y"}, "spec": {"t": {"i": 0}}})
+    assert old["spec"]["t"] is not objs[0]["spec"]["t"]  # forgotten, so cached anew
+    assert old["spec"]["t"] == {"i": 0}
+    assert len(share) == 3

@@ -11,8 +11,10 @@ client-go's ``metadatainformer``) is a separate informer with a cache of
 and is what a consumer that needs no spec or status should ask for (the message
 layer watches Nodes only to see them deleted: a full Node is 10-50 KB).
 
-Every informer gets a transform before caching (client-go's ``SetTransform``):
-``strip_bookkeeping`` unless the caller names another. An informer is shared only with
+Every informer gets a transform before caching (client-go's ``SetTransform``): unless
+the caller names another, the factory's ``default_transform``, which drops
+``managedFields`` and shares equal spec subtrees between objects (``SubtreeSharing``,
+one table per factory). An informer is shared only with
 callers that ask for the same transform: asking for a different one for the same
 resource, namespace and selector is a ``ValueError``, as client-go refuses
 ``SetTransform`` on a started informer. Pods of Sedna's workers are best asked for with
@@ -29,6 +31,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from typing import Any, Final
 
 from loguru import logger
 
@@ -38,7 +41,7 @@ from ..kube.resources import PODS, Resource
 from .informer import InformerOptions, SharedInformer
 from .mutation import CacheMutationError, detector_enabled_by_env
 from .store import Lister
-from .transforms import Transform, strip_bookkeeping, worker_pod_transform
+from .transforms import SubtreeSharing, Transform, worker_pod_transform
 
 __all__ = ["SharedInformerFactory", "worker_label_key"]
 
@@ -47,6 +50,13 @@ def worker_label_key(res: Resource) -> str:
     """The ``<kind lower>.<group>/name`` label key Sedna puts on the workers of ``res``."""
     return f"{res.kind}.{res.group}/name".lower()
 
+
+def _default_transform(obj: dict[str, Any]) -> dict[str, Any]:
+    """Marker for "the factory's default transform" (never called)."""
+    raise AssertionError("the factory resolves this marker")
+
+
+DEFAULT_TRANSFORM: Final[Transform] = _default_transform
 
 # (resource, namespace, label selector, metadata only)
 _InformerKey = tuple[Resource, str, str | None, bool]
@@ -69,6 +79,7 @@ class SharedInformerFactory:
     ) -> None:
         self.client = client
         self.worker_pod_transform = worker_pod_transform
+        self.default_transform: Transform = SubtreeSharing()
         self.namespace = namespace
         self.clock: Clock = clock or RealClock()
         self.options = options or InformerOptions()
@@ -91,7 +102,7 @@ class SharedInformerFactory:
         namespace: str | None = None,
         label_selector: str | None = None,
         metadata_only: bool = False,
-        transform: Transform | None = strip_bookkeeping,
+        transform: Transform | None = DEFAULT_TRANSFORM,
     ) -> SharedInformer:
         """The shared informer for ``res``; created on first use.
 
@@ -100,8 +111,10 @@ class SharedInformerFactory:
         ``Start`` call; forgetting it is a classic bug). ``metadata_only`` asks for
         the metadata-only informer of ``res``: its cache holds ``PartialObjectMetadata``
         objects (``metadata`` only), and it is shared apart from the full one.
-        ``transform`` runs on every object before it is cached (None: none at all).
+        ``transform`` runs on every object before it is cached (None: none at all;
+        not given: ``default_transform``).
         """
+        chosen = self.default_transform if transform is DEFAULT_TRANSFORM else transform
         ns = self.namespace if namespace is None else namespace
         if not res.namespaced:
             ns = ""
@@ -110,7 +123,7 @@ class SharedInformerFactory:
             if self._stopped:
                 raise RuntimeError("informer factory is stopped")
             inf = self._informers.get(key)
-            if inf is not None and inf.transform is not transform:
+            if inf is not None and inf.transform is not chosen:
                 raise ValueError(
                     f"informer {inf.name} (selector {label_selector!r}) exists with another"
                     " transform"
@@ -125,7 +138,7 @@ class SharedInformerFactory:
                     detect_mutations=self.detect_mutations,
                     label_selector=label_selector or None,
                     metadata_only=metadata_only,
-                    transform=transform,
+                    transform=chosen,
                 )
                 self._informers[key] = inf
                 if self._started:

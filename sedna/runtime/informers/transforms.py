@@ -11,19 +11,34 @@ volumes, which are most of a pod. ``WORKER_POD_SPEC_FIELDS`` is the contract: a
 controller that starts reading another ``spec`` field of a cached pod must add it
 here (the tests record every field the controllers read and check it is kept).
 
+``SubtreeSharing`` makes the specs of many alike objects cost one: each dict or list
+directly under ``spec`` is looked up in a bounded table of subtrees already cached, and
+an equal one found there is cached instead (hash-consing). Jobs made from one template
+(hundreds of jobs, a few applications) then share their pod templates, which are most
+of a job. This is safe only because cached objects are never changed (the mutation
+detector's rule; a change would show in every object sharing the subtree). Short
+strings of metadata and status (phases, condition types, label values) are interned.
+
 A transform gets the decoded object, owned by the informer alone, and may change it
 in place; it must return the object to cache and must be idempotent.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
+
+import orjson
 
 __all__ = [
     "LAST_APPLIED_ANNOTATION",
     "WORKER_POD_SPEC_FIELDS",
+    "SubtreeSharing",
     "Transform",
+    "intern_strings",
     "strip_bookkeeping",
     "worker_pod_transform",
 ]
@@ -50,10 +65,79 @@ def strip_bookkeeping(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def worker_pod_transform(obj: dict[str, Any]) -> dict[str, Any]:
-    """``strip_bookkeeping``, and of ``spec`` only ``WORKER_POD_SPEC_FIELDS``."""
+    """``strip_bookkeeping``, of ``spec`` only ``WORKER_POD_SPEC_FIELDS``, strings interned."""
     strip_bookkeeping(obj)
     spec = obj.get("spec")
     if isinstance(spec, dict):
         for name in [k for k in spec if k not in WORKER_POD_SPEC_FIELDS]:
             del spec[name]
+    intern_strings(obj)
     return obj
+
+
+_INTERN_MAX = 64  # longer strings are rarely repeated (uids are 36, timestamps 20)
+
+
+def intern_strings(node: Any) -> None:
+    """Intern, in place, the short string values under ``node`` (dicts and lists)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if type(value) is str:
+                if len(value) <= _INTERN_MAX:
+                    node[key] = sys.intern(value)
+            elif isinstance(value, dict | list):
+                intern_strings(value)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            if type(value) is str:
+                if len(value) <= _INTERN_MAX:
+                    node[i] = sys.intern(value)
+            elif isinstance(value, dict | list):
+                intern_strings(value)
+
+
+class SubtreeSharing:
+    """A transform that caches one copy of equal ``spec`` subtrees (see the module doc).
+
+    The table keeps at most ``max_entries`` subtrees, least recently seen dropped first,
+    keyed by the hash of their canonical JSON (equality is checked, so a collision only
+    costs the sharing). ``inner`` runs first (``strip_bookkeeping`` by default).
+    """
+
+    def __init__(self, inner: Transform = strip_bookkeeping, max_entries: int = 2048) -> None:
+        self.inner = inner
+        self.max_entries = max_entries
+        self._table: OrderedDict[int, Any] = OrderedDict()
+        self._lock = threading.Lock()  # informers of several resources share one table
+        self.hits = 0
+
+    def __call__(self, obj: dict[str, Any]) -> dict[str, Any]:
+        obj = self.inner(obj)
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            for key, value in spec.items():
+                if isinstance(value, dict | list) and value:
+                    spec[key] = self._shared(value)
+        for part in ("metadata", "status"):
+            intern_strings(obj.get(part))
+        return obj
+
+    def _shared(self, node: Any) -> Any:
+        try:
+            digest = hash(orjson.dumps(node, option=orjson.OPT_SORT_KEYS))
+        except TypeError:  # not JSON (a transform before us put something else there)
+            return node
+        with self._lock:
+            known = self._table.get(digest)
+            if known is not None and known == node:
+                self._table.move_to_end(digest)
+                self.hits += 1
+                return known
+            self._table[digest] = node
+            self._table.move_to_end(digest)
+            if len(self._table) > self.max_entries:
+                self._table.popitem(last=False)
+        return node
+
+    def __len__(self) -> int:
+        return len(self._table)
