@@ -184,7 +184,12 @@ def test_the_worker_pod_transform_keeps_metadata_status_and_where_it_runs() -> N
             "containers": [{"name": "c", "image": "i", "env": [{"name": "E", "value": "v"}]}],
             "volumes": [{"name": "v"}],
         },
-        "status": {"phase": "Running", "conditions": [{"type": "Ready"}]},
+        "status": {
+            "phase": "Running",
+            "startTime": "t",
+            "conditions": [{"type": "Ready"}],
+            "containerStatuses": [{"name": "c", "imageID": "x"}],
+        },
     }
     out = worker_pod_transform(obj)
     assert out["metadata"] == {"name": "p", "labels": {"a": "b"}}
@@ -193,7 +198,7 @@ def test_the_worker_pod_transform_keeps_metadata_status_and_where_it_runs() -> N
         "restartPolicy": "OnFailure",
         "nodeSelector": {"k": "v"},
     }
-    assert out["status"] == {"phase": "Running", "conditions": [{"type": "Ready"}]}
+    assert out["status"] == {"phase": "Running", "startTime": "t"}
     assert worker_pod_transform(out) == out  # idempotent
 
 

@@ -401,7 +401,8 @@ class SharedInformer:
             self.stats.lists += 1
             page_items = page.get("items")
             if isinstance(page_items, list):
-                items.extend(page_items)
+                # transformed page by page: the whole list is never held untransformed
+                items.extend(self._prepared(item) for item in page_items)
             meta = page.get("metadata")
             meta = meta if isinstance(meta, Mapping) else {}
             if not rv:
@@ -412,7 +413,6 @@ class SharedInformer:
         self._replace(items, rv)
 
     def _replace(self, items: list[Any], rv: str) -> None:
-        api_version, kind = self.resource.api_version, self.resource.kind
         fresh: dict[str, dict[str, Any]] = {}
         for item in items:
             if not isinstance(item, dict):
@@ -424,10 +424,7 @@ class SharedInformer:
                 self.stats.malformed += 1
                 logger.warning("informer {}: skipping a listed object: {}", self._label, exc)
                 continue
-            # List items of built-in kinds come without apiVersion/kind.
-            item.setdefault("apiVersion", api_version)
-            item.setdefault("kind", kind)
-            fresh[key] = self._transformed(item)
+            fresh[key] = item
         with self._cond:
             targets = tuple(self._listeners)
             notes: list[_Note] = []
@@ -462,6 +459,15 @@ class SharedInformer:
             rv,
             len(notes),
         )
+
+    def _prepared(self, item: Any) -> Any:
+        """A listed item as it is cached: kind set (list items of built-in kinds come
+        without apiVersion/kind), then transformed."""
+        if not isinstance(item, dict):
+            return item  # counted as malformed by _replace
+        item.setdefault("apiVersion", self.resource.api_version)
+        item.setdefault("kind", self.resource.kind)
+        return self._transformed(item)
 
     def _transformed(self, obj: dict[str, Any]) -> dict[str, Any]:
         if self.transform is None:

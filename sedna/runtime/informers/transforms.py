@@ -6,10 +6,12 @@ object itself on a real cluster) and kubectl's last-applied annotation (the whol
 object again). Every informer drops both by default (``strip_bookkeeping``).
 
 ``worker_pod_transform`` goes further for the pods of Sedna's workers: controllers
-read a worker's metadata, where it runs and its status, never its containers or
-volumes, which are most of a pod. ``WORKER_POD_SPEC_FIELDS`` is the contract: a
-controller that starts reading another ``spec`` field of a cached pod must add it
-here (the tests record every field the controllers read and check it is kept).
+read a worker's metadata, where it runs and its phase, never its containers, volumes,
+conditions or container statuses, which are most of a pod (Sedna's Go GM reads no
+more of a pod's status than its phase either). ``WORKER_POD_SPEC_FIELDS`` and
+``WORKER_POD_STATUS_FIELDS`` are the contract: a controller that starts reading
+another field of a cached pod must add it here (the tests record every field the
+controllers read and check it is kept).
 
 ``SubtreeSharing`` makes the specs of many alike objects cost one: each dict or list
 directly under ``spec`` is looked up in a bounded table of subtrees already cached, and
@@ -36,6 +38,7 @@ import orjson
 __all__ = [
     "LAST_APPLIED_ANNOTATION",
     "WORKER_POD_SPEC_FIELDS",
+    "WORKER_POD_STATUS_FIELDS",
     "SubtreeSharing",
     "Transform",
     "intern_strings",
@@ -49,6 +52,11 @@ LAST_APPLIED_ANNOTATION: Final = "kubectl.kubernetes.io/last-applied-configurati
 
 WORKER_POD_SPEC_FIELDS: Final = frozenset({"nodeName", "restartPolicy", "nodeSelector"})
 """The ``spec`` fields of a worker pod that controllers read (where it runs, how it restarts)."""
+
+WORKER_POD_STATUS_FIELDS: Final = frozenset(
+    {"phase", "reason", "message", "startTime", "hostIP", "podIP"}
+)
+"""The ``status`` fields of a worker pod that controllers read or log."""
 
 
 def strip_bookkeeping(obj: dict[str, Any]) -> dict[str, Any]:
@@ -65,12 +73,14 @@ def strip_bookkeeping(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def worker_pod_transform(obj: dict[str, Any]) -> dict[str, Any]:
-    """``strip_bookkeeping``, of ``spec`` only ``WORKER_POD_SPEC_FIELDS``, strings interned."""
+    """``strip_bookkeeping``, of ``spec`` and ``status`` only the fields named above,
+    strings interned."""
     strip_bookkeeping(obj)
-    spec = obj.get("spec")
-    if isinstance(spec, dict):
-        for name in [k for k in spec if k not in WORKER_POD_SPEC_FIELDS]:
-            del spec[name]
+    for part, keep in (("spec", WORKER_POD_SPEC_FIELDS), ("status", WORKER_POD_STATUS_FIELDS)):
+        node = obj.get(part)
+        if isinstance(node, dict):
+            for name in [k for k in node if k not in keep]:
+                del node[name]
     intern_strings(obj)
     return obj
 
