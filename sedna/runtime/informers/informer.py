@@ -85,11 +85,17 @@ _SHORT_WATCH = 1.0
 
 @dataclass(frozen=True)
 class InformerOptions:
-    """Tuning knobs; the defaults are client-go's where it has one."""
+    """Tuning knobs; the defaults are client-go's where it has one, except ``page_size``.
+
+    ``page_size`` is 100, not client-go's 500: a page is decoded whole before its objects
+    are transformed, and the allocator keeps that peak as resident memory (with 10 000
+    worker pods, 500 per page cost 0.9 KB more RSS per cached pod than 100; the extra
+    requests at startup are 1 per 100 objects).
+    """
 
     inactivity_timeout: float = 300.0
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
-    page_size: int = 500
+    page_size: int = 100
     mutation_check_interval: float = 10.0
     join_timeout: float = 10.0
     allow_bookmarks: bool = True
