@@ -356,6 +356,7 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
     from sedna.runtime import GMConfig, RuntimeContainer, SharedInformerFactory
     from sedna.runtime.kube import PODS, api_client_for_url
 
+    imported_at = time.perf_counter()
     first_sync: dict[str, float] = {}
     original = controller_mod.Controller._process
 
@@ -411,6 +412,7 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
         config, container=container, extra_plugins={il_plugin.FEATURE_NAME: il_plugin}
     )
     manager.start()
+    started_at = time.perf_counter()
     # idle: every job synced once and the process' CPU no longer moving
     deadline = time.monotonic() + 300
     cpu = -1.0
@@ -440,6 +442,8 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
                 for i in informers
                 if i.resource.plural == "incrementallearningjobs"
             ),
+            "imported": imported_at,
+            "started": started_at,
             "first_sync": syncs[0] if syncs else None,
             "last_sync": syncs[-1] if syncs else None,
             "jobs_synced": len(syncs),
@@ -493,7 +497,7 @@ def _run(ctx: Any, seed: dict[str, Any], variant: str, expect_jobs: int) -> dict
     report["seeded"] = seeded
     if ready_at is not None:
         report["ready_s"] = round(ready_at - t0, 2)
-    for k in ("first_sync", "last_sync"):
+    for k in ("imported", "started", "first_sync", "last_sync"):
         if report.get(k) is not None:
             report[k + "_s"] = round(report.pop(k) - t0, 2)
         else:
@@ -544,7 +548,15 @@ def _startup(ctx: Any, jobs: int, foreign: int) -> dict[str, Any]:
     r = _run(ctx, {"jobs": jobs, "cm_pods": 0, "foreign": foreign}, "startup", jobs)
     out = {
         k: r.get(k)
-        for k in ("ready_s", "first_sync_s", "last_sync_s", "jobs_synced", "pods_cached")
+        for k in (
+            "ready_s",
+            "imported_s",
+            "started_s",
+            "first_sync_s",
+            "last_sync_s",
+            "jobs_synced",
+            "pods_cached",
+        )
     }
     out["rss_mib"] = round(r["rss"] / MIB, 1)
     out["seeded"] = r["seeded"]
