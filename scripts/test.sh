@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 VPY=.venv/bin/python
 "$VPY" -m pip install --quiet --disable-pip-version-check --upgrade pip setuptools wheel
-"$VPY" -m pip install --quiet --disable-pip-version-check -e ".[test]" -e plugins/incremental_learning -e plugins/contrib/dataset -e plugins/contrib/federated_learning
+"$VPY" -m pip install --quiet --disable-pip-version-check -e ".[test]" -r plugins/first-party.txt
 
 # kubectl for the kubectl compatibility tests (Debian's kubernetes-client).
 if ! command -v kubectl >/dev/null 2>&1; then
@@ -31,7 +31,10 @@ echo "== ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 echo "== mypy --strict"
-.venv/bin/mypy --strict sedna plugins/incremental_learning/sedna_incremental_learning plugins/contrib/dataset/sedna_dataset plugins/contrib/federated_learning/sedna_federated_learning examples/embed
+# every first-party plugin package (the folders beside them also hold egg-info)
+PLUGIN_PACKAGES=$(for d in plugins/*/sedna_* plugins/contrib/*/sedna_*; do [ -f "$d/__init__.py" ] && echo "$d"; done)
+# shellcheck disable=SC2086
+.venv/bin/mypy --strict sedna $PLUGIN_PACKAGES examples/embed
 echo "== import-linter"
 .venv/bin/lint-imports
 echo "== pytest"

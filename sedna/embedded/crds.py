@@ -54,7 +54,16 @@ SEDNA_KINDS: tuple[SednaKind, ...] = (
     SednaKind("FederatedLearningJob", "federatedlearningjobs", ("fl",)),
     SednaKind("IncrementalLearningJob", "incrementallearningjobs", ("il",), _JOB_COLUMNS),
     SednaKind("JointInferenceService", "jointinferenceservices", ("ji",)),
-    SednaKind("LifelongLearningJob", "lifelonglearningjobs", ("ll",)),
+    SednaKind(
+        "LifelongLearningJob",
+        "lifelonglearningjobs",
+        ("ll",),
+        (
+            *_JOB_COLUMNS[:2],
+            ("Models", "integer", ".status.knowledgeBase.AIModels.numberOfAIModels"),
+            _AGE,
+        ),
+    ),
     SednaKind("Model", "models", (), (("Format", "string", ".spec.format"), _AGE)),
     SednaKind("ObjectSearchService", "objectsearchservices", ("objs",)),
     SednaKind("ObjectTrackingService", "objecttrackingservices", ("objt",)),

@@ -7,8 +7,9 @@ the `apply` manifests (create if absent: a restart keeps what the user changed),
 provides a token for the simulated LCs and writes `<stateDir>/kubeconfig`; the
 returned config points `kubeConfig` at it, so the manager then runs exactly as
 against a real cluster (official client over HTTP, informers, websocket layer).
-`start_simulation()` adds a kubelet and an LC stand-in per simulated node; they use
-only the API and the websocket, so nothing inside the GM knows it is simulated.
+`start_simulation()` adds a Deployment controller stand-in (pods and status for every
+Deployment) and a kubelet and an LC stand-in per simulated node; they use only the API
+and the websocket, so nothing inside the GM knows it is simulated.
 
 The CLI imports this module only when `embedded.enabled` is set.
 """
@@ -27,6 +28,7 @@ from loguru import logger
 
 from sedna.embedded.apiserver import APIServer
 from sedna.embedded.crds import crd_manifests
+from sedna.embedded.deployments import DeploymentController
 from sedna.embedded.kubelet import SimulatedKubelet
 from sedna.embedded.lc import SimulatedLC
 from sedna.embedded.manifests import ManifestError, create_if_absent, load_manifests
@@ -53,6 +55,7 @@ class EmbeddedMode:
         self.lc_token: str | None = None
         self.kubelets: list[SimulatedKubelet] = []
         self.lcs: list[SimulatedLC] = []
+        self.deployments: DeploymentController | None = None
         self._prepared: GMConfig | None = None
 
     # -- before the manager --------------------------------------------------------------
@@ -161,6 +164,8 @@ class EmbeddedMode:
         """Start a kubelet and an LC stand-in per simulated node, against the running GM."""
         if self.kube is None or self._prepared is None:
             raise RuntimeError("EmbeddedMode.prepare() must run first")
+        self.deployments = DeploymentController(self.kube)
+        self.deployments.start()
         nodes = self.settings.simulate.nodes
         if not nodes:
             return
@@ -224,6 +229,9 @@ class EmbeddedMode:
         for kubelet in self.kubelets:
             kubelet.stop()
         self.lcs, self.kubelets = [], []
+        if self.deployments is not None:
+            self.deployments.stop()
+            self.deployments = None
         if self.kube is not None:
             with contextlib.suppress(Exception):
                 self.kube.api_client.close()  # type: ignore[no-untyped-call]

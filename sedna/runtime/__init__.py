@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "DEPLOYMENTS": "sedna.runtime.kube",
     "HPAS": "sedna.runtime.kube",
     "INCREMENTAL_LEARNING_JOBS": "sedna.runtime.kube",
+    "LIFELONG_LEARNING_JOBS": "sedna.runtime.kube",
     "MODELS": "sedna.runtime.kube",
     "DATASETS": "sedna.runtime.kube",
     # informers
@@ -122,6 +123,66 @@ _EXPORTS: dict[str, str] = {
     "failure_backoff": "sedna.runtime.stages.conditions",
     "condition_fingerprint": "sedna.runtime.stages.conditions",
     "report_condition": "sedna.runtime.stages",
+    "route_by_stage": "sedna.runtime.stages",
+    "go_json": "sedna.runtime.workers.helpers",
+    # owned workloads (Deployments, Services, HPAs a resource controls)
+    "WorkloadController": "sedna.runtime.workloads",
+    "StatusDecision": "sedna.runtime.workloads",
+    "OwnedWorkloads": "sedna.runtime.workloads",
+    "Observed": "sedna.runtime.workloads",
+    "WorkloadPlan": "sedna.runtime.workloads",
+    "DeploymentWant": "sedna.runtime.workloads",
+    "ServiceWant": "sedna.runtime.workloads",
+    "HPAWant": "sedna.runtime.workloads",
+    "SpecError": "sedna.runtime.workloads",
+    "Waiting": "sedna.runtime.workloads",
+    "WorkloadConflict": "sedna.runtime.workloads",
+    "DeploymentHealth": "sedna.runtime.workloads",
+    "deployment_health": "sedna.runtime.workloads",
+    "deployment_failure_message": "sedna.runtime.workloads",
+    "append_service_condition": "sedna.runtime.workloads",
+    "is_finished": "sedna.runtime.workloads",
+    "latest_condition": "sedna.runtime.workloads",
+    "parse_hpa": "sedna.runtime.workloads",
+    "parse_template": "sedna.runtime.workloads",
+    "require_mapping": "sedna.runtime.workloads",
+    "require_str": "sedna.runtime.workloads",
+    "spec_hash": "sedna.runtime.workloads",
+    "controller_of": "sedna.runtime.workloads",
+    "SPEC_HASH_ANNOTATION": "sedna.runtime.workloads",
+    "CONDITION_FAILED": "sedna.runtime.workloads",
+    "CONDITION_PENDING": "sedna.runtime.workloads",
+    "CONDITION_RUNNING": "sedna.runtime.workloads",
+    "REASON_INVALID_SPEC": "sedna.runtime.workloads",
+    # bare worker pods beside the workload family; worker reports; template checks
+    "PodWorkloadController": "sedna.runtime.owned_pods",
+    "OwnedPods": "sedna.runtime.owned_pods",
+    "PodWant": "sedna.runtime.owned_pods",
+    "PodsSeen": "sedna.runtime.owned_pods",
+    "POD_KEY_ANNOTATION": "sedna.runtime.owned_pods",
+    "CONDITION_COMPLETED": "sedna.runtime.owned_pods",
+    "job_decision": "sedna.runtime.owned_pods",
+    "service_decision": "sedna.runtime.owned_pods",
+    "stable_worker_name": "sedna.runtime.owned_pods",
+    "OwnerInfoReport": "sedna.runtime.worker_reports",
+    "WorkerReportError": "sedna.runtime.worker_reports",
+    "parse_owner_info_report": "sedna.runtime.worker_reports",
+    "worker_on_node": "sedna.runtime.worker_reports",
+    "record_metrics": "sedna.runtime.worker_reports",
+    "record_in_latest_condition": "sedna.runtime.worker_reports",
+    "WorkerReports": "sedna.runtime.worker_reports",
+    "REASON_INVALID_REPORT": "sedna.runtime.worker_reports",
+    "MAX_CONDITION_DATA": "sedna.runtime.worker_reports",
+    "MAX_OWNER_INFO_KEYS": "sedna.runtime.worker_reports",
+    "check_pod_template": "sedna.runtime.workers.template_check",
+    "checked_template": "sedna.runtime.workload_specs",
+    "model_mount": "sedna.runtime.workload_specs",
+    "enqueue_on_model": "sedna.runtime.workload_specs",
+    "REASON_MODEL_NOT_FOUND": "sedna.runtime.workload_specs",
+    "optional_bool": "sedna.runtime.workload_specs",
+    "optional_count": "sedna.runtime.workload_specs",
+    "service_host": "sedna.runtime.workload_specs",
+    "workload_access": "sedna.runtime.workload_specs",
     # messaging
     "CREDENTIAL_ANNOTATION": "sedna.runtime.messaging",
     "attach_credential": "sedna.runtime.messaging",
@@ -135,6 +196,10 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "CONDITION_COMPLETED",
+    "CONDITION_FAILED",
+    "CONDITION_PENDING",
+    "CONDITION_RUNNING",
     "CREDENTIAL_ANNOTATION",
     "DATASETS",
     "DELETE",
@@ -146,14 +211,22 @@ __all__ = [
     "INFERENCE_POD_TYPE",
     "INSERT",
     "LEASES",
+    "LIFELONG_LEARNING_JOBS",
+    "MAX_CONDITION_DATA",
+    "MAX_OWNER_INFO_KEYS",
     "MODELS",
     "MODEL_HOT_UPDATE_ANNOTATION_KEY",
     "NAMESPACES",
     "NODES",
     "PODS",
+    "POD_KEY_ANNOTATION",
     "READY_CONDITION_ANNOTATION",
+    "REASON_INVALID_REPORT",
+    "REASON_INVALID_SPEC",
+    "REASON_MODEL_NOT_FOUND",
     "SECRETS",
     "SERVICES",
+    "SPEC_HASH_ANNOTATION",
     "STAGE_ANNOTATION_PREFIX",
     "TRAIN_POD_TYPE",
     "AlreadyExists",
@@ -169,6 +242,8 @@ __all__ = [
     "CreatedPod",
     "DeletedFinalStateUnknown",
     "Dependency",
+    "DeploymentHealth",
+    "DeploymentWant",
     "DownstreamSend",
     "EdgeMessage",
     "EventRecorder",
@@ -178,6 +253,7 @@ __all__ = [
     "FeatureOptionsError",
     "GMConfig",
     "Gone",
+    "HPAWant",
     "InvalidJob",
     "ItemExponentialFailureRateLimiter",
     "JobRef",
@@ -188,8 +264,15 @@ __all__ = [
     "ModelHotUpdate",
     "MountURL",
     "NotFound",
+    "Observed",
+    "OwnedPods",
+    "OwnedWorkloads",
+    "OwnerInfoReport",
     "PodCreations",
     "PodRequest",
+    "PodWant",
+    "PodWorkloadController",
+    "PodsSeen",
     "RateLimitingQueue",
     "RealClock",
     "ReportError",
@@ -198,54 +281,91 @@ __all__ = [
     "ResourceEventHandlerFuncs",
     "Result",
     "RuntimeContainer",
+    "ServiceWant",
     "SharedInformer",
     "SharedInformerFactory",
+    "SpecError",
     "Stage",
     "StageBlocked",
     "StageMachine",
     "StageOptions",
     "StageRetry",
     "StagedJobFeature",
+    "StatusDecision",
     "UpstreamHandler",
     "UpstreamMessage",
     "UpstreamRegistry",
+    "Waiting",
     "WebsocketConfig",
     "WorkerError",
     "WorkerMount",
     "WorkerParam",
+    "WorkerReportError",
+    "WorkerReports",
     "WorkerRuntime",
+    "WorkloadConflict",
+    "WorkloadController",
+    "WorkloadPlan",
     "active_pod_count",
     "answer_lost",
     "api_client_from_config",
     "append_condition",
+    "append_service_condition",
     "attach_credential",
     "backoff_for",
     "backoff_for_requeues",
+    "check_pod_template",
+    "checked_template",
     "condition_fingerprint",
     "conditions_of",
     "consecutive_failures",
+    "controller_of",
     "controller_owner_reference",
     "convert_map_to_metrics",
+    "deployment_failure_message",
+    "deployment_health",
+    "enqueue_on_model",
     "failure_backoff",
     "generate_labels",
+    "go_json",
     "hookimpl",
+    "is_finished",
+    "job_decision",
     "job_ref",
     "job_selector",
     "label_selector_string",
+    "latest_condition",
     "load_config",
     "meta_namespace_key",
     "model_hot_update_config_file",
+    "model_mount",
     "new_condition",
     "node_ip",
+    "optional_bool",
+    "optional_count",
+    "parse_hpa",
+    "parse_owner_info_report",
+    "parse_template",
     "read_owned_pods",
+    "record_in_latest_condition",
+    "record_metrics",
     "recorded_pod",
     "report_condition",
+    "require_mapping",
+    "require_str",
+    "route_by_stage",
     "sedna_resource",
+    "service_decision",
+    "service_host",
+    "spec_hash",
     "split_key",
+    "stable_worker_name",
     "stage_node",
     "trim_conditions",
     "update_status_with_retry",
+    "worker_on_node",
     "worker_selector",
+    "workload_access",
 ]
 
 
@@ -263,12 +383,31 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from sedna.runtime.clock import Clock, FakeClock, RealClock
-    from sedna.runtime.config import ConfigError, GMConfig, WebsocketConfig, load_config
-    from sedna.runtime.container import RuntimeContainer
-    from sedna.runtime.context import ControllerContext, DownstreamSend
-    from sedna.runtime.controller import Controller, Result
-    from sedna.runtime.events import EventRecorder
+    from sedna.runtime.clock import (
+        Clock,
+        FakeClock,
+        RealClock,
+    )
+    from sedna.runtime.config import (
+        ConfigError,
+        GMConfig,
+        WebsocketConfig,
+        load_config,
+    )
+    from sedna.runtime.container import (
+        RuntimeContainer,
+    )
+    from sedna.runtime.context import (
+        ControllerContext,
+        DownstreamSend,
+    )
+    from sedna.runtime.controller import (
+        Controller,
+        Result,
+    )
+    from sedna.runtime.events import (
+        EventRecorder,
+    )
     from sedna.runtime.informers import (
         DeletedFinalStateUnknown,
         Lister,
@@ -285,6 +424,7 @@ if TYPE_CHECKING:
         HPAS,
         INCREMENTAL_LEARNING_JOBS,
         LEASES,
+        LIFELONG_LEARNING_JOBS,
         MODELS,
         NAMESPACES,
         NODES,
@@ -303,9 +443,27 @@ if TYPE_CHECKING:
         sedna_resource,
         update_status_with_retry,
     )
-    from sedna.runtime.leader import LeaderElector
-    from sedna.runtime.messaging import CREDENTIAL_ANNOTATION, attach_credential
-    from sedna.runtime.metrics import Metrics
+    from sedna.runtime.leader import (
+        LeaderElector,
+    )
+    from sedna.runtime.messaging import (
+        CREDENTIAL_ANNOTATION,
+        attach_credential,
+    )
+    from sedna.runtime.metrics import (
+        Metrics,
+    )
+    from sedna.runtime.owned_pods import (
+        CONDITION_COMPLETED,
+        POD_KEY_ANNOTATION,
+        OwnedPods,
+        PodsSeen,
+        PodWant,
+        PodWorkloadController,
+        job_decision,
+        service_decision,
+        stable_worker_name,
+    )
     from sedna.runtime.plugin_api import (
         ApiAccess,
         Feature,
@@ -330,6 +488,7 @@ if TYPE_CHECKING:
         StageRetry,
         recorded_pod,
         report_condition,
+        route_by_stage,
         stage_node,
     )
     from sedna.runtime.stages.conditions import (
@@ -344,7 +503,23 @@ if TYPE_CHECKING:
         new_condition,
         trim_conditions,
     )
-    from sedna.runtime.upstream import UpstreamHandler, UpstreamMessage, UpstreamRegistry
+    from sedna.runtime.upstream import (
+        UpstreamHandler,
+        UpstreamMessage,
+        UpstreamRegistry,
+    )
+    from sedna.runtime.worker_reports import (
+        MAX_CONDITION_DATA,
+        MAX_OWNER_INFO_KEYS,
+        REASON_INVALID_REPORT,
+        OwnerInfoReport,
+        WorkerReportError,
+        WorkerReports,
+        parse_owner_info_report,
+        record_in_latest_condition,
+        record_metrics,
+        worker_on_node,
+    )
     from sedna.runtime.workers import (
         EVAL_POD_TYPE,
         INFERENCE_POD_TYPE,
@@ -374,4 +549,53 @@ if TYPE_CHECKING:
         read_owned_pods,
         worker_selector,
     )
-    from sedna.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
+    from sedna.runtime.workers.helpers import (
+        go_json,
+    )
+    from sedna.runtime.workers.template_check import (
+        check_pod_template,
+    )
+    from sedna.runtime.workload_specs import (
+        REASON_MODEL_NOT_FOUND,
+        checked_template,
+        enqueue_on_model,
+        model_mount,
+        optional_bool,
+        optional_count,
+        service_host,
+        workload_access,
+    )
+    from sedna.runtime.workloads import (
+        CONDITION_FAILED,
+        CONDITION_PENDING,
+        CONDITION_RUNNING,
+        REASON_INVALID_SPEC,
+        SPEC_HASH_ANNOTATION,
+        DeploymentHealth,
+        DeploymentWant,
+        HPAWant,
+        Observed,
+        OwnedWorkloads,
+        ServiceWant,
+        SpecError,
+        StatusDecision,
+        Waiting,
+        WorkloadConflict,
+        WorkloadController,
+        WorkloadPlan,
+        append_service_condition,
+        controller_of,
+        deployment_failure_message,
+        deployment_health,
+        is_finished,
+        latest_condition,
+        parse_hpa,
+        parse_template,
+        require_mapping,
+        require_str,
+        spec_hash,
+    )
+    from sedna.runtime.workqueue import (
+        ItemExponentialFailureRateLimiter,
+        RateLimitingQueue,
+    )

@@ -196,3 +196,22 @@ def test_apply_get_delete_sednas_samples(kubectl: Kubectl, sedna_reference: Path
     assert left.strip() == ""
     # The demo in `default` is untouched.
     assert "helmet-detection-demo" in kubectl("get", "il", "-n", "default", "-o", "name")
+
+
+def test_get_ll_and_il_shows_both_demos(gm: GMProcess, kubectl: Kubectl) -> None:
+    """The README's first command runs the lifelong-learning example beside the IL one."""
+
+    def listing() -> str | None:
+        text = kubectl("get", "ll,il")
+        wanted = (
+            "lifelonglearningjob.sedna.io/atcii-classifier-demo",
+            "incrementallearningjob.sedna.io/helmet-detection-demo",
+        )
+        return text if all(w in text for w in wanted) else None
+
+    gm.wait_for(listing, "both demo jobs in `kubectl get ll,il`", 30)
+    assert kubectl("get", "ll", "atcii-classifier-demo", "-o", "jsonpath={.kind}") == (
+        "LifelongLearningJob"
+    )
+    header = kubectl("get", "ll").splitlines()[0].split()
+    assert header == ["NAME", "STAGE", "CONDITION", "MODELS", "AGE"]

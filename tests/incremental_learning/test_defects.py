@@ -109,6 +109,9 @@ def test_missing_dataset_is_named_on_the_waiting_job_and_sent_when_it_appears(
     api.create(sample_dataset(sedna_reference))  # no resync in 3600 s: the watch sends it
     lc.wait_for(KIND, "insert", JOB)
     lc.wait_for("model", "insert", "initial-model")
+    # the note is gone once the Dataset exists; the state is unchanged
+    wait_until(lambda: "reason" not in api.conditions()[-1], what="the note cleared")
+    assert api.states() == ["Train/Waiting"]
 
 
 def test_missing_initial_model_is_named_and_sent_when_it_appears(
@@ -191,3 +194,73 @@ def test_a_lost_create_answer_makes_no_second_inference_worker(
         assert ctl.pods.lister.get(api.ns, pod["metadata"]["name"]) is None  # still blind
     finally:
         faults.reset()
+
+
+def test_a_lost_create_answer_makes_no_second_train_worker(
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    embedded_apiserver: APIServer,
+    sedna_reference: Path,
+) -> None:
+    faults = embedded_apiserver.faults
+    faults.close_watches_after(1)
+    try:
+        gm = make_gm(clock=whole_second_clock())
+        lc = make_lc(gm, DS_NODE)
+        start_sample_job(api, sedna_reference)
+        ctl = gm.controller
+        (inference,) = api.live_pods("inference")
+        wait_until(lambda: ctl.pods.lister.get(api.ns, inference["metadata"]["name"]))
+        faults.fail(500, verbs=["watch"], resources=["pods"])
+        api.set_phase(inference["metadata"]["name"], "Running")  # the pod watch's last event
+        wait_until(
+            lambda: (
+                (ctl.pods.lister.get(api.ns, inference["metadata"]["name"]) or {})
+                .get("status", {})
+                .get("phase")
+                == "Running"
+            ),
+            what="last pod event",
+        )
+        faults.fail(504, verbs=["create"], resources=["pods"], count=1, after_commit=True)
+        lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
+        api.wait_event("WorkerCreateFailed", "504")
+        (train,) = api.live_pods("train")
+        api.jobs.patch(api.ns, JOB, {"metadata": {"annotations": {"poke": "1"}}})  # a sync
+        api.wait_latest("Train/Starting")
+        starting = api.conditions()[-1]
+        assert json.loads(starting["data"]) == {"pod": train["metadata"]["name"]}
+        assert starting["reason"] == "WorkerAdopted"
+        assert len(api.live_pods("train")) == 1
+    finally:
+        faults.reset()
+
+
+def test_stale_workers_stay_unadopted_when_trimming_dropped_their_conditions(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    clock = whole_second_clock()
+    gm = make_gm(clock=clock, options={"maxConditions": 6})
+    lc = make_lc(gm, DS_NODE)
+    start_sample_job(api, sedna_reference)
+    stale: list[str] = []
+    for round_, backoff in ((1, 10.0), (2, 20.0), (3, 0.0)):
+        data = {**TRAIN_INPUT, "dataURL": f"/data/train/{round_}.txt"}
+        start_stage(api, lc, "train", data)
+        starting = api.conditions()[-1]
+        assert starting["reason"] == "WorkerCreated", f"round {round_}"
+        pod = json.loads(starting["data"])["pod"]
+        assert pod not in stale
+        if not backoff:
+            break
+        api.set_phase_and_wait(pod, "Running", "Train/Running")
+        stale.append(pod)  # the LC fails the round; the worker keeps running
+        lc.report(api.ns, "train", "failed", input=data)
+        api.wait_latest("Train/Failed")
+        assert gm.controller.wait_idle(5.0)
+        clock.step(backoff)
+        api.wait_latest("Train/Waiting")
+    recorded = {json.loads(c["data"]).get("pod") for c in api.conditions() if c.get("data")}
+    assert stale[0] not in recorded  # trimmed away, and still not adopted
+    assert len(api.live_pods("train")) == 3

@@ -23,7 +23,8 @@ from typing import Any
 
 import yaml
 
-from sedna.embedded.apiserver import ApiCall, APIServer
+from sedna.embedded.apiserver import ApiCall, APIServer, RequestRecorder
+from sedna.runtime import Feature
 from sedna.runtime.kube import GM_USER_AGENT
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -121,12 +122,14 @@ def feature_calls(calls: Iterable[ApiCall]) -> set[ApiCall]:
     return {c for c in calls if (c.group, c.resource) not in CORE_RESOURCES}
 
 
-def gm_calls(server: APIServer) -> set[ApiCall]:
-    """Every distinct call the GM (its User-Agent) made to `server` so far."""
-    return server.requests.calls(GM_USER_AGENT.partition("/")[0] + "/")
+def gm_calls(server: APIServer | RequestRecorder) -> set[ApiCall]:
+    """Every distinct call the GM (its User-Agent) made to `server` so far (a server, or
+    a recorder such as `PROCESS_REQUESTS`, every server of this process)."""
+    recorder = server.requests if isinstance(server, APIServer) else server
+    return recorder.calls(GM_USER_AGENT.partition("/")[0] + "/")
 
 
-def denied_gm_calls(server: APIServer, path: Path = RBAC_PATH) -> list[ApiCall]:
+def denied_gm_calls(server: APIServer | RequestRecorder, path: Path = RBAC_PATH) -> list[ApiCall]:
     """The GM's calls to `server` that the RBAC at `path` does not grant."""
     return RbacRules.load(path).denied(gm_calls(server))
 
@@ -146,3 +149,43 @@ def describe(calls: Iterable[ApiCall]) -> str:
             where.append(f"{len(named)} namespace(s), e.g. {named[0]}")
         lines.append(f"{verb} {group}/{resource} ({', '.join(where)})")
     return "\n".join(lines)
+
+
+# -- Feature.access against config/rbac.yaml (by (group, resource) -> verbs) ----------
+
+RBAC = RBAC_PATH
+
+Grants = dict[tuple[str, str], set[str]]
+
+# what the runtime core itself calls (message layer's Node watch, the event recorder)
+CORE: Grants = {("", "nodes"): {"list", "watch"}, ("", "events"): {"create", "patch"}}
+
+
+def declared(features: Iterable[Feature]) -> Grants:
+    """(group, resource) -> verbs: the core's calls and the features' `access`."""
+    out: Grants = {k: set(v) for k, v in CORE.items()}
+    for feature in features:
+        for a in feature.access:
+            for r in a.resources:
+                out.setdefault((a.group, r), set()).update(a.verbs)
+    return out
+
+
+def granted() -> Grants:
+    """(group, resource) -> verbs of the ClusterRole in config/rbac.yaml."""
+    out: Grants = {}
+    for doc in yaml.safe_load_all(RBAC.read_text()):
+        if doc and doc["kind"] == "ClusterRole":
+            for rule in doc["rules"]:
+                for g in rule["apiGroups"]:
+                    for r in rule["resources"]:
+                        out.setdefault((g, r), set()).update(rule["verbs"])
+    return out
+
+
+def allowed(grants: Grants, group: str, res: str, verb: str) -> bool:
+    wild = "*/" + res.split("/", 1)[1] if "/" in res else "*"
+    return any(
+        verb in grants.get((group, r), set()) or "*" in grants.get((group, r), set())
+        for r in (res, wild)
+    )

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from .errors import APIError
 from .faults import FaultInjector
-from .requests import ApiCall, RequestRecorder
+from .requests import PROCESS_REQUESTS, ApiCall, RequestRecorder
 from .server import APIServer
 
-__all__ = ["APIError", "APIServer", "ApiCall", "FaultInjector", "RequestRecorder"]
+__all__ = [
+    "PROCESS_REQUESTS",
+    "APIError",
+    "APIServer",
+    "ApiCall",
+    "FaultInjector",
+    "RequestRecorder",
+]

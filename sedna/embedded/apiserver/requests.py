@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-__all__ = ["ApiCall", "RequestRecorder"]
+__all__ = ["PROCESS_REQUESTS", "ApiCall", "RequestRecorder"]
 
 
 @dataclass(frozen=True, order=True)
@@ -34,8 +34,9 @@ class ApiCall:
 class RequestRecorder:
     """Distinct calls per user agent; thread-safe (the server's loop records, tests read)."""
 
-    def __init__(self, max_distinct: int = 100_000) -> None:
+    def __init__(self, max_distinct: int = 100_000, *, also: RequestRecorder | None = None) -> None:
         self.max_distinct = max_distinct
+        self._also = also
         self.dropped = 0
         self._lock = threading.Lock()
         self._calls: set[tuple[str, ApiCall]] = set()
@@ -51,6 +52,8 @@ class RequestRecorder:
                 self.dropped += 1
                 return
             self._calls.add(entry)
+        if self._also is not None:
+            self._also.record(user_agent, verb, group, resource, namespace)
 
     def calls(self, user_agent_prefix: str = "") -> set[ApiCall]:
         """The distinct calls of clients whose User-Agent starts with the prefix."""
@@ -61,3 +64,8 @@ class RequestRecorder:
         with self._lock:
             self._calls.clear()
             self.dropped = 0
+
+
+PROCESS_REQUESTS = RequestRecorder()
+"""Every server of this process records here too, so a test session can check the calls
+made to servers that tests started and stopped on their own (embedded mode, restarts)."""

@@ -21,7 +21,7 @@ from .gc import GarbageCollector
 from .handlers import Handlers
 from .operations import Operations
 from .persistence import SQLitePersister
-from .requests import RequestRecorder
+from .requests import PROCESS_REQUESTS, RequestRecorder
 from .resources import CRD_KEY, Registry
 from .store import Store
 from .watch import WatchHub
@@ -61,7 +61,7 @@ class APIServer:
         self._port = port
         self.faults = FaultInjector()
         # every distinct call by user agent (the RBAC tests compare the GM's with its RBAC)
-        self.requests = RequestRecorder()
+        self.requests = RequestRecorder(also=PROCESS_REQUESTS)
         self.registry = Registry()
         self.hub = WatchHub(history)
         self.persister = SQLitePersister(db_path) if db_path is not None else None

@@ -544,6 +544,50 @@ def print_deployment(dep: Mapping[str, Any], now: datetime) -> tuple[Cells, None
     return cells, None
 
 
+HPA_COLUMNS = [
+    NAME_COLUMN,
+    _col("Reference", "reference to the target object"),
+    _col("Targets", "the current and target metric values"),
+    _col("MinPods", "the minimum number of replicas", typ="integer"),
+    _col("MaxPods", "the maximum number of replicas", typ="integer"),
+    _col("Replicas", "the current number of replicas", typ="integer"),
+    AGE_COLUMN,
+]
+
+
+def _hpa_targets(spec: Mapping[str, Any]) -> str:
+    out = []
+    for m in _lst(spec.get("metrics")):
+        kind = str(m.get("type") or "")
+        source = m.get(kind[:1].lower() + kind[1:]) if kind else None
+        target = (source or {}).get("target") or {}
+        value = target.get("averageUtilization")
+        value = (
+            f"{value}%" if value is not None else target.get("averageValue") or target.get("value")
+        )
+        out.append(f"<unknown>/{value if value is not None else '<unknown>'}")
+    if not out and spec.get("targetCPUUtilizationPercentage") is not None:
+        out.append(f"<unknown>/{spec['targetCPUUtilizationPercentage']}%")
+    return ", ".join(out) or "<none>"
+
+
+def print_hpa(hpa: Mapping[str, Any], now: datetime) -> tuple[Cells, None]:
+    """kube's ``printHorizontalPodAutoscaler`` (current values unknown: no metrics here)."""
+    spec, status = hpa.get("spec") or {}, hpa.get("status") or {}
+    ref = spec.get("scaleTargetRef") or {}
+    name, age_s = _name_age(hpa, now)
+    cells: Cells = [
+        name,
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        _hpa_targets(spec),
+        "<unset>" if spec.get("minReplicas") is None else int(spec["minReplicas"]),
+        int(spec.get("maxReplicas") or 0),
+        int(status.get("currentReplicas") or 0),
+        age_s,
+    ]
+    return cells, None
+
+
 REPLICASET_COLUMNS = [
     NAME_COLUMN,
     _col("Desired", "Number of desired pods."),
@@ -646,6 +690,7 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
     ("", "serviceaccounts"): (SERVICEACCOUNT_COLUMNS, print_serviceaccount),
     ("apps", "deployments"): (DEPLOYMENT_COLUMNS, print_deployment),
     ("apps", "replicasets"): (REPLICASET_COLUMNS, print_replicaset),
+    ("autoscaling", "horizontalpodautoscalers"): (HPA_COLUMNS, print_hpa),
     ("coordination.k8s.io", "leases"): (LEASE_COLUMNS, print_lease),
     ("apiextensions.k8s.io", "customresourcedefinitions"): (CREATED_AT_COLUMNS, print_created_at),
     ("rbac.authorization.k8s.io", "roles"): (CREATED_AT_COLUMNS, print_created_at),

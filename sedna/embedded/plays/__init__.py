@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from sedna.embedded.lc import LCPlay
 from sedna.embedded.plays.federated_learning import FederatedLearningPlay
+from sedna.embedded.plays.joint_inference import JointInferencePlay
+from sedna.embedded.plays.lifelong_learning import LifelongLearningPlay
+from sedna.embedded.plays.multi_edge import MultiEdgeWorkersPlay
 
 
 def default_plays() -> list[LCPlay]:
     """One new play of each feature the embedded mode simulates (plays keep per-node state)."""
     plays: list[LCPlay] = []
     plays.append(FederatedLearningPlay())
+    plays.append(LifelongLearningPlay())
+    plays.append(JointInferencePlay())
+    plays.append(MultiEdgeWorkersPlay())
     return plays

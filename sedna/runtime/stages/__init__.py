@@ -29,6 +29,7 @@ from sedna.runtime.stages.machine import (
     recorded_pod,
 )
 from sedna.runtime.stages.reports import condition_from_report as report_condition
+from sedna.runtime.stages.routing import route_by_stage
 
 __all__ = [
     "DELETE",
@@ -48,5 +49,6 @@ __all__ = [
     "conditions",
     "recorded_pod",
     "report_condition",
+    "route_by_stage",
     "stage_node",
 ]

@@ -45,6 +45,7 @@ import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from loguru import logger
@@ -53,6 +54,7 @@ from sedna.runtime.context import ControllerContext
 from sedna.runtime.controller import Controller, Result
 from sedna.runtime.informers import (
     DeletedFinalStateUnknown,
+    HandlerRegistration,
     ResourceEventHandlerFuncs,
     meta_namespace_key,
     split_key,
@@ -160,6 +162,25 @@ def recorded_pod(cond: Obj) -> str:
     return pod if isinstance(pod, str) else ""
 
 
+_NOTED = ("reason", "message", "lastHeartbeatTime")
+_RETRY_REASON = "RetryAfterFailure"
+
+
+def _intent(cond: Obj) -> str:
+    """What a Ready condition asks for, for expectations, the ready tag and lost-create
+    look-ups: the condition without what the machine notes on it (`_note_on_latest`
+    writes a failure's reason there, which must not make a retry a new request)."""
+    return C.fingerprint({k: v for k, v in cond.items() if k not in _NOTED})
+
+
+def _last_round_end(conds: list[Obj]) -> datetime | None:
+    """When the newest Completed or Failed condition before the latest was written."""
+    for cond in reversed(conds[:-1]):
+        if cond.get("type") in (C.COMPLETED, C.FAILED):
+            return C.parse_time(cond.get("lastTransitionTime"))
+    return None
+
+
 def _ready_tag(basis: str) -> str:
     """A short, stable digest of a Ready condition, for an annotation value."""
     return hashlib.sha256(basis.encode()).hexdigest()[:20]
@@ -219,7 +240,8 @@ class StageMachine(Controller):
             )
         )
         for dep in feature.dependencies():
-            dep.informer.add_event_handler(_DependencyHandler(self, dep))
+            handler = _DependencyHandler(self, dep)
+            handler.registration = dep.informer.add_event_handler(handler)
         ctx.upstream.register(feature.kind, self.handle_report)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -292,9 +314,15 @@ class StageMachine(Controller):
         if key is not None:
             self.enqueue(key)
 
-    def _dependency_changed(self, dep: Dependency, old: Obj | None, new: Obj) -> None:
+    def _dependency_changed(
+        self, dep: Dependency, old: Obj | None, new: Obj, *, initial: bool
+    ) -> None:
         """An object jobs refer to appeared (or its spec changed): sync the jobs that
-        name it and send them downstream now (their LCs may be waiting for it)."""
+        name it and send them downstream now (their LCs may be waiting for it).
+
+        The adds of the informer's first list (`initial`) only sync: those objects
+        existed when the jobs were sent, so their LCs have them.
+        """
         if old is not None and old.get("spec") == new.get("spec"):
             return
         meta = _meta(new)
@@ -302,7 +330,8 @@ class StageMachine(Controller):
         for job in self.jobs.lister.list(ns):
             if name in dep.names(job):
                 self._enqueue_obj(job)
-                self._downstream(INSERT, job)
+                if not initial:
+                    self._downstream(INSERT, job)
 
     # -- downstream ------------------------------------------------------------------
 
@@ -451,6 +480,8 @@ class StageMachine(Controller):
         elif ctype == C.WAITING:
             # the LC decides when the stage is ready; it cannot without these
             self.feature.check_inputs(job, spec, stage)
+            if latest.get("reason") not in (None, "", _RETRY_REASON):
+                self._clear_note(job, latest)  # what blocked the job exists now
         elif ctype == C.READY:
             if stage == C.DEPLOY:
                 if not hot:
@@ -504,7 +535,7 @@ class StageMachine(Controller):
                         f"back to Train in {_seconds(delay)}",
                     )
                     return Result(requeue_after=remaining)
-            new_stage, new_type, reason = C.TRAIN, C.WAITING, "RetryAfterFailure"
+            new_stage, new_type, reason = C.TRAIN, C.WAITING, _RETRY_REASON
             message = f"retry after {failures} failure(s) in a row (backoff {_seconds(delay)})"
         else:
             logger.warning(
@@ -606,6 +637,32 @@ class StageMachine(Controller):
             logger.warning(
                 "{} {}/{}: cannot note {} on its condition: {}", self.kind, ns, name, reason, exc
             )
+
+    def _clear_note(self, job: Obj, basis: Obj) -> None:
+        """Drop a blocking problem noted on a Waiting condition once it is gone.
+
+        Waiting conditions carry no reason but the retry's (the machine's) or none (the
+        LC's), so any other reason is a note of `_note_on_latest`.
+        """
+        meta = _meta(job)
+        ns, name = str(meta.get("namespace")), str(meta.get("name"))
+        basis_fp = C.fingerprint(basis)
+
+        def mutate(fresh: dict[str, Any]) -> bool:
+            conds = fresh.get("status", {}).get("conditions")
+            if not isinstance(conds, list) or not conds or C.fingerprint(conds[-1]) != basis_fp:
+                return False
+            conds[-1].pop("reason", None)
+            conds[-1].pop("message", None)
+            conds[-1]["lastHeartbeatTime"] = C.rfc3339(self.clock.wall())
+            return True
+
+        try:
+            update_status_with_retry(self.jobs_client, ns, name, mutate, current=job)
+        except ApiError as exc:
+            logger.warning("{} {}/{}: cannot clear the noted problem: {}", self.kind, ns, name, exc)
+            return
+        logger.info("{} {}/{}: {} resolved", self.kind, ns, name, basis.get("reason"))
 
     def _changed(
         self,
@@ -844,7 +901,7 @@ class StageMachine(Controller):
 
     def _restart_inference_worker(self, key: str, job: Obj, spec: Any, latest: Obj) -> str:
         """Deploy without hot update: replace the inference worker so it loads the new model."""
-        basis = C.fingerprint(latest)
+        basis = _intent(latest)
         with self._lock:
             expected = self._expect.get(key)
         if expected is not None and expected.basis == basis:
@@ -879,7 +936,7 @@ class StageMachine(Controller):
         Running that no earlier condition recorded, else created from the condition's
         inputs. Returns (pod name, adopted)."""
         latest = conds[-1]
-        basis = C.fingerprint(latest)
+        basis = _intent(latest)
         with self._lock:
             expected = self._expect.get(key)
         if expected is not None and expected.basis == basis:
@@ -889,7 +946,22 @@ class StageMachine(Controller):
         # still running (restartPolicy OnFailure keeps a failed one alive) must not take
         # this round, nor may one that finished (Readies can be alike to the second).
         recorded = {recorded_pod(c) for c in conds} - {""}
-        active = [p for p in self._active(job, worker_type) if _meta(p).get("name") not in recorded]
+        tag = _ready_tag(basis)
+        round_ended = _last_round_end(conds)
+
+        def this_round(pod: Obj) -> bool:
+            """Not recorded, and either made for this Ready or (untagged: Sedna's Go GM,
+            a user) created after the last round ended: trimming may drop the condition
+            naming a stale worker, never the end of the round before this Ready."""
+            meta = _meta(pod)
+            if meta.get("name") in recorded:
+                return False
+            if (meta.get("annotations") or {}).get(READY_CONDITION_ANNOTATION) == tag:
+                return True
+            created = C.parse_time(meta.get("creationTimestamp"))
+            return round_ended is None or created is None or created >= round_ended
+
+        active = [p for p in self._active(job, worker_type) if this_round(p)]
         if active:
             pod = _newest(active)
             assert pod is not None
@@ -897,7 +969,6 @@ class StageMachine(Controller):
         # A pod made for this very Ready but already finished: the GM died between the
         # pod and the Starting write, and the worker ran meanwhile. Sedna would run the
         # stage again; we take its result. Recorded pods lose the tag (`_untag`).
-        tag = _ready_tag(basis)
 
         def made_for_this(pod: Obj) -> bool:
             annotations = _meta(pod).get("annotations") or {}
@@ -926,18 +997,22 @@ class StageMachine(Controller):
         return name, adopted
 
 
-@dataclass(frozen=True)
+@dataclass
 class _DependencyHandler:
     """Events of a dependency's informer: only adds and spec changes matter."""
 
     machine: StageMachine
     dep: Dependency
+    registration: HandlerRegistration | None = None
+
+    def _initial(self) -> bool:
+        return self.registration is None or not self.registration.has_synced()
 
     def on_add(self, obj: Obj) -> None:
-        self.machine._dependency_changed(self.dep, None, obj)
+        self.machine._dependency_changed(self.dep, None, obj, initial=self._initial())
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        self.machine._dependency_changed(self.dep, old, new)
+        self.machine._dependency_changed(self.dep, old, new, initial=False)
 
     def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         pass

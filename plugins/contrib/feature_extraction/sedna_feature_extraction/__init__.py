@@ -1,0 +1,1 @@
+"""sedna-gm feature plugin: FeatureExtractionService (a Deployment and its Service)."""

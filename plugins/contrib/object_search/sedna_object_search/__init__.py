@@ -1,0 +1,1 @@
+"""sedna-gm feature plugin: ObjectSearchService (user, tracking and ReID workers)."""

@@ -1,0 +1,1 @@
+"""sedna-gm feature plugin: ObjectTrackingService (tracking and ReID workers)."""

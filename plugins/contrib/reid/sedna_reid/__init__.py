@@ -1,0 +1,1 @@
+"""sedna-gm feature plugin: ReidJob (one ReID worker pod)."""

@@ -1,0 +1,1 @@
+"""sedna-gm feature plugin: VideoAnalyticsJob (one worker pod and its Service)."""

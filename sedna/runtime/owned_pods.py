@@ -1,0 +1,382 @@
+"""Bare worker pods an owner controls, beside its Deployments: created, healed, counted.
+
+The workload family (`sedna.runtime.workloads`) makes Deployments, Services and HPAs
+match a plan; four of Sedna's multi-edge kinds also run pods of their own (the
+tracking workers of ObjectSearchService and ObjectTrackingService, the single worker of
+ReidJob and VideoAnalyticsJob). `PodWorkloadController` adds them to the family's loop:
+`plan` puts `PodWant`s in ``WorkloadPlan.extra["pods"]``, and before deciding the
+status the controller makes each want have exactly one pod.
+
+- A pod is found by its want's key (annotation ``sedna-gm.io/worker-key``), never by
+  its generated name (Sedna's ``<owner>-<type>-<random>``), so a restart adopts what it
+  finds and creates nothing twice.
+- A create not yet seen in the cache is expected for a while (client-go's controller
+  expectations), so two syncs in a row never make two pods for one want.
+- A deleted pod is made again (self-healing); a pod whose template changed (hash in
+  ``sedna-gm.io/spec-hash``) is deleted and made again; a pod no want names is deleted.
+- A pod that ended (``Succeeded``/``Failed``) is left as it is and counted: the status
+  style (`service_decision`, `job_decision`) says what that means for the owner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC
+from typing import Any
+
+from loguru import logger
+
+from sedna.runtime.context import ControllerContext
+from sedna.runtime.controller import Result
+from sedna.runtime.informers import split_key
+from sedna.runtime.kube import PODS, NotFound, Resource
+from sedna.runtime.workers.errors import WorkerError
+from sedna.runtime.workers.types import WorkerParam
+from sedna.runtime.workloads.conditions import (
+    CONDITION_FAILED,
+    CONDITION_PENDING,
+    CONDITION_RUNNING,
+    REASON_INVALID_SPEC,
+    latest_condition,
+)
+from sedna.runtime.workloads.controller import StatusDecision, WorkloadController
+from sedna.runtime.workloads.health import deployment_failure_message, deployment_health
+from sedna.runtime.workloads.owned import SPEC_HASH_ANNOTATION, Observed, spec_hash
+from sedna.runtime.workloads.wants import WorkloadPlan
+
+__all__ = [
+    "CONDITION_COMPLETED",
+    "POD_KEY_ANNOTATION",
+    "OwnedPods",
+    "PodWant",
+    "PodWorkloadController",
+    "PodsSeen",
+    "job_decision",
+    "service_decision",
+    "stable_worker_name",
+]
+
+Obj = Mapping[str, Any]
+
+POD_KEY_ANNOTATION = "sedna-gm.io/worker-key"
+CONDITION_COMPLETED = "Completed"
+EXPECTATION_SECONDS = 300.0  # client-go's ExpectationsTimeout
+REASON_WORKER_FAILED = "workerFailed"  # Sedna's reason
+
+
+def stable_worker_name(owner: Obj, prefix: str, index: int = 0) -> str:
+    """``<prefix><5 characters>`` derived from the owner's UID, for ``WORKER_NAME``.
+
+    Sedna draws the five characters at random on each create; derived ones stay the same
+    on every sync, so rendering a worker twice gives the same spec (no roll-out) and a
+    healed worker keeps its name.
+    """
+    uid = str((owner.get("metadata") or {}).get("uid") or "")
+    digest = hashlib.sha256(f"{uid}/{prefix}/{index}".encode()).digest()
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"  # k8s' utilrand alphabet
+    return prefix + "".join(alphabet[b % len(alphabet)] for b in digest[:5])
+
+
+@dataclass(frozen=True)
+class PodWant:
+    """One bare worker pod: `key` is its identity in the owner (``trackingworker-0``)."""
+
+    key: str
+    worker_type: str
+    template: Mapping[str, Any]
+    param: WorkerParam
+    field: str = "spec.template"
+
+
+@dataclass
+class PodsSeen:
+    """The owner's pods by want, after `OwnedPods.ensure`.
+
+    `active`: existing, not ended, not being deleted (or just created); `running`: of
+    those, in phase Running; `failed`/`succeeded`: ended pods of current wants.
+    """
+
+    active: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    failed_messages: list[str] = field(default_factory=list)
+    succeeded_messages: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _annotation(pod: Obj, key: str) -> str | None:
+    value = (_meta(pod).get("annotations") or {}).get(key)
+    return value if isinstance(value, str) else None
+
+
+def _phase(pod: Obj) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+class OwnedPods:
+    """Makes an owner's bare pods match its `PodWant`s; one per feature controller."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.api = ctx.kube.resource(PODS)
+        # (owner uid, want key) -> (pod name, monotonic deadline): creates not yet cached;
+        # shared by the controller's worker threads
+        self._expected: dict[tuple[str, str], tuple[str, float]] = {}
+        self._lock = threading.Lock()
+
+    def _template_with_identity(self, want: PodWant, want_hash: str) -> dict[str, Any]:
+        template = copy.deepcopy(dict(want.template))
+        meta = template.setdefault("metadata", {})
+        annotations = dict(meta.get("annotations") or {})
+        annotations[POD_KEY_ANNOTATION] = want.key
+        annotations[SPEC_HASH_ANNOTATION] = want_hash
+        meta["annotations"] = annotations
+        return template
+
+    def _want_hash(self, owner: Obj, want: PodWant) -> str:
+        pod = self.ctx.worker_runtime.build_pod(owner, want.template, want.param, field=want.field)
+        return spec_hash({"spec": pod.get("spec"), "labels": _meta(pod).get("labels")})
+
+    def ensure(
+        self, owner: Obj, wants: Sequence[PodWant], pods: Sequence[Obj], *, create: bool = True
+    ) -> PodsSeen:
+        """Create, replace and delete pods so each want has one; count them.
+
+        With ``create=False`` (an owner that has finished) nothing is created or
+        deleted, the pods are only counted. Raises the runtime's `WorkerError` for a
+        template it cannot use, and API errors (the sync is retried).
+        """
+        uid = str(_meta(owner).get("uid") or "")
+        ns = str(_meta(owner).get("namespace") or "")
+        seen = PodsSeen()
+        by_key: dict[str, list[Obj]] = {}
+        for pod in pods:
+            by_key.setdefault(_annotation(pod, POD_KEY_ANNOTATION) or "", []).append(pod)
+        now = self.ctx.clock.now()
+        with self._lock:
+            # expired expectations go (an owner deleted before its pod was seen): bounded
+            for k in [k for k, (_, deadline) in self._expected.items() if deadline <= now]:
+                del self._expected[k]
+        keys = {w.key for w in wants}
+        for want in wants:
+            want_hash = self._want_hash(owner, want)
+            current = [p for p in by_key.get(want.key, []) if not _meta(p).get("deletionTimestamp")]
+            if current:
+                with self._lock:
+                    self._expected.pop((uid, want.key), None)
+            live = [p for p in current if _phase(p) not in ("Succeeded", "Failed")]
+            ended = [p for p in current if _phase(p) in ("Succeeded", "Failed")]
+            if create:
+                for pod in live:
+                    if _annotation(pod, SPEC_HASH_ANNOTATION) != want_hash:
+                        self._delete(ns, pod, seen, "its template changed")
+                live = [p for p in live if _annotation(p, SPEC_HASH_ANNOTATION) == want_hash]
+                for extra in live[1:]:
+                    self._delete(ns, extra, seen, "a second pod for one worker")
+                live = live[:1]
+            if live:
+                seen.active += 1
+                if _phase(live[0]) == "Running":
+                    seen.running += 1
+                continue
+            if ended:
+                last = ended[-1]
+                if _phase(last) == "Succeeded":
+                    seen.succeeded += 1
+                    seen.succeeded_messages.append(f"pod {_meta(last).get('name')}: exited")
+                else:
+                    seen.failed += 1
+                    reason = (last.get("status") or {}).get("reason") or "Failed"
+                    seen.failed_messages.append(f"pod {_meta(last).get('name')}: {reason}")
+                continue
+            with self._lock:
+                expected = self._expected.get((uid, want.key))
+            if expected is not None and expected[1] > now:
+                seen.active += 1
+                continue
+            if not create:
+                continue
+            template = self._template_with_identity(want, want_hash)
+            pod = self.ctx.worker_runtime.create_pod_with_template(
+                owner, template, want.param, field=want.field
+            )
+            name = str(_meta(pod).get("name") or "")
+            with self._lock:
+                self._expected[(uid, want.key)] = (name, now + EXPECTATION_SECONDS)
+            seen.created.append(f"Pod {name}")
+            seen.active += 1
+            logger.info(
+                "{} {}/{}: created pod {} for {}",
+                owner.get("kind"), ns, _meta(owner).get("name"), name, want.key,
+            )  # fmt: skip
+        if create:
+            for key, stale in by_key.items():
+                if key in keys:
+                    continue
+                for pod in stale:
+                    if not _meta(pod).get("deletionTimestamp"):
+                        self._delete(ns, pod, seen, "no worker of the spec names it")
+        return seen
+
+    def _delete(self, ns: str, pod: Obj, seen: PodsSeen, why: str) -> None:
+        name = str(_meta(pod).get("name") or "")
+        with contextlib.suppress(NotFound):
+            self.api.delete(ns, name)
+            seen.deleted.append(f"Pod {name}")
+            logger.info("deleted pod {}/{}: {}", ns, name, why)
+
+
+def _deployment_counts(observed: Observed) -> tuple[int, list[str], list[str]]:
+    active = 0
+    failed: list[str] = []
+    waiting: list[str] = []
+    for name, dep in observed.deployments.items():
+        health = deployment_health(dep)
+        if health == "Failed" and dep is not None:
+            failed.append(f"deployment {name}: {deployment_failure_message(dep)}")
+        elif health in ("Available", "Progressing"):
+            active += 1
+        if health != "Available":
+            waiting.append(f"deployment {name}")
+    return active, failed, waiting
+
+
+def service_decision(observed: Observed, pods: PodsSeen, wanted_pods: int) -> StatusDecision:
+    """Service style (ObjectSearchService, ObjectTrackingService): pods and Deployments.
+
+    As in Sedna, ``active`` counts active pods plus active Deployments and a worker that
+    failed or ended makes the service terminally ``Failed``; unlike Sedna, ``Running`` waits until
+    every Deployment is Available and every pod runs (``Pending`` before), and a pod
+    deleted by someone is made again instead of failing the service.
+    """
+    dep_active, dep_failed, waiting = _deployment_counts(observed)
+    # a service worker that ended, even with success, serves no more: a failure, as Sedna
+    # counts it (needed pods minus active ones)
+    failures = pods.failed_messages + pods.succeeded_messages + dep_failed
+    active = pods.active + dep_active
+    if failures:
+        return StatusDecision(
+            CONDITION_FAILED,
+            REASON_WORKER_FAILED,
+            "the worker of service failed: " + "; ".join(failures),
+            active,
+            len(failures),
+        )
+    if pods.running < wanted_pods:
+        waiting.append(f"{wanted_pods - pods.running} of {wanted_pods} pod(s)")
+    if waiting:
+        return StatusDecision(
+            CONDITION_PENDING,
+            "WorkersNotAvailable",
+            "waiting for " + ", ".join(waiting) + " to run",
+            active,
+            0,
+        )
+    return StatusDecision(CONDITION_RUNNING, "WorkersAvailable", "", active, 0)
+
+
+def job_decision(owner: Obj, pods: PodsSeen, now: str) -> StatusDecision:
+    """Job style (ReidJob, VideoAnalyticsJob): ``phase``, ``succeeded``, ``completionTime``.
+
+    Sedna's rules: a failed pod fails the job (terminal); a succeeded pod with none
+    active completes it (``Completed``, ``completionTime``, phase ``Succeeded``);
+    otherwise it is ``Running``. A completed job keeps its status even if its pod is
+    deleted later.
+    """
+    status = owner.get("status") or {}
+    latest = latest_condition(status)
+    if latest is not None and latest.get("type") == CONDITION_COMPLETED:
+        return StatusDecision(
+            CONDITION_COMPLETED,
+            str(latest.get("reason") or ""),
+            str(latest.get("message") or ""),
+            int(status.get("active") or 0),
+            int(status.get("failed") or 0),
+            extra={"phase": "Succeeded", "succeeded": int(status.get("succeeded") or 0)},
+        )
+    counts = {"succeeded": pods.succeeded}
+    if pods.failed:
+        return StatusDecision(
+            CONDITION_FAILED,
+            REASON_WORKER_FAILED,
+            "the worker of the job failed: " + "; ".join(pods.failed_messages),
+            pods.active,
+            pods.failed,
+            extra={"phase": "Failed", **counts},
+        )
+    if pods.succeeded and not pods.active:
+        return StatusDecision(
+            CONDITION_COMPLETED,
+            "Completed",
+            "",
+            0,
+            0,
+            extra={"phase": "Succeeded", "completionTime": now, **counts},
+        )
+    return StatusDecision(
+        CONDITION_RUNNING, "WorkerRunning", "", pods.active, 0, extra={"phase": "Running", **counts}
+    )
+
+
+def _completed(owner: Obj) -> bool:
+    return (latest_condition(owner.get("status")) or {}).get("type") == CONDITION_COMPLETED
+
+
+class PodWorkloadController(WorkloadController):
+    """`WorkloadController` with bare pods: put `PodWant`s in ``plan.extra["pods"]``.
+
+    ``job_style`` selects `job_decision` (else `service_decision`). The pods are made
+    before the status is decided; Events name each created or deleted pod.
+    """
+
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        resource: Resource,
+        *,
+        label: str = "",
+        job_style: bool = False,
+        max_conditions: int = 20,
+    ) -> None:
+        super().__init__(ctx, resource, label=label, pods=True, max_conditions=max_conditions)
+        self.job_style = job_style
+        self.owned_pods = OwnedPods(ctx)
+
+    def sync(self, key: str) -> Result | None:
+        """As the family's, and a job-style owner that has ``Completed`` is finished too."""
+        if self.job_style:
+            ns, name = split_key(key)
+            cached = self.owners.lister.get(ns, name)
+            if cached is not None and _completed(cached):
+                return None
+        return super().sync(key)
+
+    def decide(self, owner: Obj, plan: WorkloadPlan, observed: Observed) -> StatusDecision:
+        wants: Sequence[PodWant] = tuple(plan.extra.get("pods") or ())
+        finished = self.job_style and _completed(owner)
+        try:
+            pods = self.owned_pods.ensure(owner, wants, observed.pods, create=not finished)
+        except WorkerError as exc:  # a template or secret the runtime cannot use
+            active = int((owner.get("status") or {}).get("active") or 0)
+            return StatusDecision(
+                CONDITION_FAILED, REASON_INVALID_SPEC, f"{exc.field}: {exc.message}", active, 0
+            )
+        for what in pods.created:
+            self.ctx.events.normal(owner, "SuccessfulCreate", f"Created {what}")
+        for what in pods.deleted:
+            self.ctx.events.normal(owner, "SuccessfulDelete", f"Deleted {what}")
+        if self.job_style:
+            now = self.ctx.clock.wall().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return job_decision(owner, pods, now)
+        return service_decision(observed, pods, len(wants))

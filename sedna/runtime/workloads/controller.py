@@ -1,0 +1,316 @@
+"""`WorkloadController`: the reconcile loop of an owned-workload feature, written once.
+
+A feature subclasses it, names its resource, and implements `plan(owner)`; the base
+does the rest of what Sedna's serving controllers (joint inference, object search,
+feature extraction, ...) repeat:
+
+1. read the owner from the cache; skip it when gone or finished (terminal ``Failed``);
+2. `plan` it (a `SpecError` becomes a Warning Event and a ``Failed``/``InvalidSpec``
+   condition naming the field, cured by an edit; `Waiting` becomes ``Pending``);
+3. `OwnedWorkloads.ensure` the plan (create, adopt, heal, roll out, prune);
+4. `decide` the status from what it saw (default: ``Running`` when every Deployment
+   is Available, ``Failed`` when one failed, ``Pending`` otherwise), and write it with
+   conflict retries; Events on every condition change and every object written.
+
+Owner events and owned-object events (by controller reference) enqueue the owner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from loguru import logger
+
+from sedna.runtime.context import ControllerContext
+from sedna.runtime.controller import Controller, Result
+from sedna.runtime.informers import (
+    DeletedFinalStateUnknown,
+    ResourceEventHandlerFuncs,
+    meta_namespace_key,
+    split_key,
+)
+from sedna.runtime.kube import NotFound, Resource
+from sedna.runtime.kube.status import update_status_with_retry
+from sedna.runtime.workers.errors import WorkerError
+from sedna.runtime.workloads.conditions import (
+    CONDITION_FAILED,
+    CONDITION_PENDING,
+    CONDITION_RUNNING,
+    REASON_INVALID_SPEC,
+    append_condition,
+    is_finished,
+    latest_condition,
+)
+from sedna.runtime.workloads.health import deployment_failure_message, deployment_health
+from sedna.runtime.workloads.owned import Observed, OwnedWorkloads, WorkloadConflict
+from sedna.runtime.workloads.wants import SpecError, Waiting, WorkloadPlan
+
+__all__ = ["StatusDecision", "WorkloadController"]
+
+Obj = Mapping[str, Any]
+
+REASON_WORKER_FAILED = "workerFailed"  # Sedna's reason, kept for its clients
+REASON_WAITING = "WorkersNotAvailable"
+REASON_AVAILABLE = "WorkersAvailable"
+REASON_CONFLICT = "NameConflict"
+
+
+@dataclass(frozen=True)
+class StatusDecision:
+    """The status a sync arrives at: the condition to hold and the counts.
+
+    `extra` is merged into ``status`` (feature-specific fields). `requeue_after`
+    asks for another look (e.g. waiting for something nobody will announce).
+    """
+
+    condition: str
+    reason: str
+    message: str
+    active: int
+    failed: int
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    requeue_after: float | None = None
+
+
+def _rfc3339(dt: datetime) -> str:
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class WorkloadController(Controller):
+    """Subclass, pass the owner `resource`, implement `plan`; `start`/`stop` for the manager.
+
+    ``label`` names the kind in logs ("joint inference service"). With ``pods=True`` the
+    owner's own pods (not its Deployments') are watched and given to `decide` in
+    ``observed.pods``.
+    """
+
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        resource: Resource,
+        *,
+        label: str = "",
+        pods: bool = False,
+        max_conditions: int = 20,
+    ) -> None:
+        super().__init__(resource.kind, workers=ctx.workers, metrics=ctx.metrics, clock=ctx.clock)
+        self.ctx = ctx
+        self.resource = resource
+        self.label = label or resource.kind
+        self.max_conditions = max_conditions
+        self.api = ctx.kube.resource(resource)
+        self.workloads = OwnedWorkloads(ctx, resource, self.enqueue, pods=pods)
+        self.owners = self.workloads.owners
+        self.owners.add_event_handler(
+            ResourceEventHandlerFuncs(
+                add=self._owner_event,
+                update=lambda _old, new: self._owner_event(new),
+                delete=self._owner_event,
+            )
+        )
+
+    # -- for subclasses --------------------------------------------------------------
+
+    def plan(self, owner: Obj) -> WorkloadPlan:
+        """What `owner` should control now; raise `SpecError` or `Waiting`."""
+        raise NotImplementedError
+
+    def decide(self, owner: Obj, plan: WorkloadPlan, observed: Observed) -> StatusDecision:
+        """Service-style status from the Deployments' health (see `health`)."""
+        failed: list[str] = []
+        waiting: list[str] = []
+        active = 0
+        for name, dep in observed.deployments.items():
+            health = deployment_health(dep)
+            if health == "Failed" and dep is not None:
+                failed.append(f"{name}: {deployment_failure_message(dep)}")
+            elif health in ("Available", "Progressing"):
+                active += 1
+            if health != "Available":
+                waiting.append(name)
+        if failed:
+            return StatusDecision(
+                CONDITION_FAILED,
+                REASON_WORKER_FAILED,
+                "the worker of service failed: " + "; ".join(failed),
+                active,
+                len(failed),
+            )
+        if waiting:
+            return StatusDecision(
+                CONDITION_PENDING,
+                REASON_WAITING,
+                "waiting for deployment(s) " + ", ".join(waiting) + " to become available",
+                active,
+                0,
+            )
+        return StatusDecision(CONDITION_RUNNING, REASON_AVAILABLE, "", active, 0)
+
+    def with_type(self, owner: Obj) -> dict[str, Any]:
+        """A shallow copy with kind and apiVersion (list responses carry neither)."""
+        out = dict(owner)
+        out["kind"] = self.resource.kind
+        out["apiVersion"] = self.resource.api_version
+        return out
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.run()
+
+    def stop(self, drain: bool = False, timeout: float | None = 10.0) -> None:
+        super().stop(drain=drain, timeout=timeout)
+
+    # -- events ----------------------------------------------------------------------
+
+    def _owner_event(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        if isinstance(obj, DeletedFinalStateUnknown):
+            self.enqueue(obj.key)
+            return
+        self.enqueue(meta_namespace_key(obj))
+
+    # -- the sync --------------------------------------------------------------------
+
+    def sync(self, key: str) -> Result | None:
+        ns, name = split_key(key)
+        cached = self.owners.lister.get(ns, name)
+        if cached is None or (cached.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        if is_finished(cached):
+            return None
+        owner = self.with_type(cached)
+        try:
+            plan = self.plan(owner)
+            observed = self.workloads.ensure(owner, plan)
+        except SpecError as exc:
+            return self._record(owner, self._invalid(owner, exc.field, exc.message))
+        except WorkerError as exc:
+            return self._record(owner, self._invalid(owner, exc.field, exc.message))
+        except WorkloadConflict as exc:
+            decision = StatusDecision(
+                CONDITION_FAILED, REASON_INVALID_SPEC, str(exc), self._active(owner), 0
+            )
+            return self._record(owner, decision, event_reason=REASON_CONFLICT)
+        except Waiting as exc:
+            kept = self._keep_running(owner, exc)
+            if kept is not None:
+                return kept[0]
+            decision = StatusDecision(
+                CONDITION_PENDING,
+                exc.reason,
+                f"{exc.field}: {exc.message}",
+                self._active(owner),
+                0,
+                requeue_after=exc.retry_after,
+            )
+            return self._record(owner, decision)
+        for what in observed.created:
+            self.ctx.events.normal(owner, "SuccessfulCreate", f"Created {what}")
+        for what in observed.updated:
+            self.ctx.events.normal(owner, "SuccessfulUpdate", f"Rolled the spec out to {what}")
+        for what in observed.deleted:
+            self.ctx.events.normal(owner, "SuccessfulDelete", f"Deleted {what}")
+        return self._record(owner, self.decide(owner, plan, observed))
+
+    def _keep_running(self, owner: Obj, exc: Waiting) -> tuple[Result | None] | None:
+        """Something the plan needs went missing after the workers were made (a Model
+        deleted): they run on as they are, and the status follows them. Only an owner
+        without workers waits (``Pending``)."""
+        existing = self.workloads.owned(self.workloads.deployment_informer, owner)
+        if not existing:
+            return None
+        meta = owner.get("metadata") or {}
+        logger.warning(
+            "{} {}/{}: {}: {}; the workers are kept as they are",
+            self.label, meta.get("namespace"), meta.get("name"), exc.field, exc.message,
+        )  # fmt: skip
+        observed = Observed(deployments={str(d["metadata"]["name"]): d for d in existing})
+        return (self._record(owner, self.decide(owner, WorkloadPlan(), observed)),)
+
+    def _active(self, owner: Obj) -> int:
+        return int((owner.get("status") or {}).get("active") or 0)
+
+    def _invalid(self, owner: Obj, field_: str, message: str) -> StatusDecision:
+        return StatusDecision(
+            CONDITION_FAILED, REASON_INVALID_SPEC, f"{field_}: {message}", self._active(owner), 0
+        )
+
+    def _record(
+        self, owner: Obj, decision: StatusDecision, *, event_reason: str = ""
+    ) -> Result | None:
+        now = _rfc3339(self.ctx.clock.wall())
+        appended: list[Mapping[str, Any]] = []
+        before = latest_condition(owner.get("status"))
+
+        def mutate(fresh: dict[str, Any]) -> bool:
+            appended.clear()
+            status = dict(fresh.get("status") or {})
+            old = json_like(status)
+            status.setdefault("startTime", now)
+            if append_condition(
+                status,
+                decision.condition,
+                decision.reason,
+                decision.message,
+                now,
+                limit=self.max_conditions,
+            ):
+                appended.append(status["conditions"][-1])
+            status["active"] = decision.active
+            status["failed"] = decision.failed
+            status.update(decision.extra)
+            if status == old:
+                return False
+            fresh["status"] = status
+            return True
+
+        ns = str(owner["metadata"].get("namespace") or "")
+        name = str(owner["metadata"]["name"])
+        try:
+            update_status_with_retry(self.api, ns, name, mutate, current=owner)
+        except NotFound:
+            return None
+        if appended:
+            self._announce(owner, before, appended[-1], decision, event_reason)
+        if decision.requeue_after:
+            return Result(requeue_after=decision.requeue_after)
+        return None
+
+    def _announce(
+        self,
+        owner: Obj,
+        before: Mapping[str, Any] | None,
+        cond: Mapping[str, Any],
+        decision: StatusDecision,
+        event_reason: str,
+    ) -> None:
+        meta = owner.get("metadata") or {}
+        was = str(before.get("type")) if before else "-"
+        logger.info(
+            "{} {}/{}: condition {} -> {} | active {} failed {}{}",
+            self.label,
+            meta.get("namespace"),
+            meta.get("name"),
+            was,
+            cond["type"],
+            decision.active,
+            decision.failed,
+            f" | {cond['message']}" if cond.get("message") else "",
+        )
+        reason = event_reason or str(cond.get("reason") or cond["type"])
+        message = str(cond.get("message") or f"{self.resource.kind} is {cond['type']}")
+        if cond["type"] == CONDITION_FAILED:
+            self.ctx.events.warning(owner, reason, message)
+        else:
+            self.ctx.events.normal(owner, reason, message)
+
+
+def json_like(status: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy deep enough to compare against after `mutate` edits the status in place."""
+    out = dict(status)
+    if isinstance(out.get("conditions"), list):
+        out["conditions"] = [dict(c) if isinstance(c, Mapping) else c for c in out["conditions"]]
+    return out

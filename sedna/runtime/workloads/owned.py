@@ -1,0 +1,395 @@
+"""`OwnedWorkloads`: make an owner's Deployments, Services and HPAs match its plan.
+
+Level-triggered and idempotent, from the informer caches:
+
+- a missing object is created; as names are fixed (``<owner>-deployment-<type>``,
+  ``<owner>-<type>``, ``hpa-<deployment>``), a create whose response was lost answers
+  ``AlreadyExists`` next time and the object is adopted if our owner controls it, so a
+  GM killed at any point never makes a second one;
+- a deleted object is recreated on the next sync: owned objects map back to their
+  owner through the controller owner reference (kind and UID checked), never by
+  splitting names (Sedna's Go GM cuts a Deployment's name at ``-deployment``, which
+  breaks on owners whose own name holds that word);
+- a changed spec is rolled out: each object carries the hash of the spec it was built
+  from (``sedna-gm.io/spec-hash``); a different hash updates the object in place
+  (template, replicas when the plan sets them, labels), with conflict retries;
+- an object the owner controls that the plan no longer names is deleted.
+
+An object of a planned name that someone else controls is never touched:
+`WorkloadConflict` names it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from loguru import logger
+
+from sedna.runtime.informers import DeletedFinalStateUnknown, SharedInformer, meta_namespace_key
+from sedna.runtime.kube import (
+    DEPLOYMENTS,
+    HPAS,
+    PODS,
+    SERVICES,
+    AlreadyExists,
+    NotFound,
+    Resource,
+    ResourceClient,
+)
+from sedna.runtime.kube.jsoncopy import json_deepcopy
+from sedna.runtime.kube.status import update_with_retry
+from sedna.runtime.workers.deployments import deployment_name
+from sedna.runtime.workers.hpa import apply_hpa_spec, build_hpa, hpa_name
+from sedna.runtime.workers.labels import JobRef, job_ref
+from sedna.runtime.workers.services import (
+    build_edgemesh_service,
+    build_nodeport_service,
+    service_name,
+)
+from sedna.runtime.workloads.wants import DeploymentWant, HPAWant, ServiceWant, WorkloadPlan
+
+if TYPE_CHECKING:
+    from sedna.runtime.context import ControllerContext
+
+__all__ = [
+    "SPEC_HASH_ANNOTATION",
+    "Observed",
+    "OwnedWorkloads",
+    "WorkloadConflict",
+    "controller_of",
+    "spec_hash",
+]
+
+SPEC_HASH_ANNOTATION = "sedna-gm.io/spec-hash"
+
+Obj = Mapping[str, Any]
+
+
+class WorkloadConflict(Exception):
+    """An object of a name the plan needs exists and is not controlled by the owner."""
+
+    def __init__(self, kind: str, namespace: str, name: str, field: str) -> None:
+        super().__init__(
+            f"{field}: {kind} {namespace}/{name} exists and is not controlled by this object"
+        )
+        self.kind = kind
+        self.name = name
+        self.field = field
+
+
+def spec_hash(spec: Obj) -> str:
+    """A short stable hash of a desired spec (key order does not matter)."""
+    raw = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def controller_of(obj: Obj) -> Obj | None:
+    """The owner reference marked ``controller: true`` (client-go's ``GetControllerOf``)."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def _controlled_by(obj: Obj, uid: str) -> bool:
+    ref = controller_of(obj)
+    return ref is not None and ref.get("uid") == uid
+
+
+def _annotated_hash(obj: Obj) -> str | None:
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(SPEC_HASH_ANNOTATION)
+    return value if isinstance(value, str) else None
+
+
+def _set_hash(obj: dict[str, Any], value: str) -> None:
+    obj.setdefault("metadata", {}).setdefault("annotations", {})[SPEC_HASH_ANNOTATION] = value
+
+
+@dataclass
+class Observed:
+    """What `ensure` saw or wrote, for the owner's status.
+
+    `deployments` maps each planned Deployment name to its latest object (None when a
+    create is still to be seen). `created`/`updated`/`deleted` name what this pass
+    changed, as ``Kind name``.
+    """
+
+    deployments: dict[str, Obj | None] = field(default_factory=dict)
+    service_hosts: dict[str, str] = field(default_factory=dict)
+    node_ports: dict[str, int] = field(default_factory=dict)
+    pods: list[Obj] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+
+class _OwnedHandler:
+    """Enqueues the owner of an owned object on any change (found by controller ref)."""
+
+    def __init__(
+        self, owners: SharedInformer, kind: str, group: str, enqueue: Callable[[str], None]
+    ):
+        self.owners = owners
+        self.kind = kind
+        self.group = group
+        self.enqueue = enqueue
+
+    def _owner_key(self, obj: Obj) -> str | None:
+        ref = controller_of(obj)
+        if ref is None or ref.get("kind") != self.kind:
+            return None
+        if str(ref.get("apiVersion") or "").rpartition("/")[0] != self.group:
+            return None
+        ns = str((obj.get("metadata") or {}).get("namespace") or "")
+        owner = self.owners.lister.get(ns, str(ref.get("name") or ""))
+        if owner is None or (owner.get("metadata") or {}).get("uid") != ref.get("uid"):
+            return None
+        return meta_namespace_key(owner)
+
+    def _enqueue_owner(self, obj: Obj) -> None:
+        key = self._owner_key(obj)
+        if key is not None:
+            self.enqueue(key)
+
+    def on_add(self, obj: Obj) -> None:
+        self._enqueue_owner(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get(
+            "resourceVersion"
+        ):
+            return  # a resync: the owner's own resync covers it
+        self._enqueue_owner(new)
+        if controller_of(old) != controller_of(new):
+            self._enqueue_owner(old)
+
+    def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        self._enqueue_owner(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+
+
+class OwnedWorkloads:
+    """The owned-workload machinery for one owner resource; one per feature controller.
+
+    Built in the feature's constructor (it opens the shared informers of Deployments,
+    Services, HPAs and, with ``pods=True``, Pods, and registers the owner mapping);
+    `ensure` runs inside the controller's sync.
+    """
+
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        owner: Resource,
+        enqueue: Callable[[str], None],
+        *,
+        pods: bool = False,
+    ) -> None:
+        self.ctx = ctx
+        self.owner_resource = owner
+        self.runtime = ctx.worker_runtime
+        self.owners: SharedInformer = ctx.informers.informer(owner)
+        self.deployment_informer: SharedInformer = ctx.informers.informer(DEPLOYMENTS)
+        self.service_informer: SharedInformer = ctx.informers.informer(SERVICES)
+        self.hpa_informer: SharedInformer = ctx.informers.informer(HPAS)
+        self.pod_informer: SharedInformer | None = ctx.informers.informer(PODS) if pods else None
+        self.deployments_api: ResourceClient = ctx.kube.resource(DEPLOYMENTS)
+        self.services_api: ResourceClient = ctx.kube.resource(SERVICES)
+        self.hpas_api: ResourceClient = ctx.kube.resource(HPAS)
+        handler = _OwnedHandler(self.owners, owner.kind, owner.group, enqueue)
+        for inf in (
+            self.deployment_informer,
+            self.service_informer,
+            self.hpa_informer,
+            self.pod_informer,
+        ):
+            if inf is not None:
+                inf.add_event_handler(handler)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def owned(self, informer: SharedInformer, owner: Obj) -> list[Obj]:
+        """Objects of `informer` controlled by `owner` (by controller-reference UID)."""
+        uid = str((owner.get("metadata") or {}).get("uid") or "")
+        return informer.lister.by_owner_uid(uid) if uid else []
+
+    def pods_of(self, owner: Obj) -> list[Obj]:
+        """The owner's own pods (needs ``pods=True``)."""
+        if self.pod_informer is None:
+            raise RuntimeError("OwnedWorkloads was built without pods=True")
+        return self.owned(self.pod_informer, owner)
+
+    # -- ensuring --------------------------------------------------------------------
+
+    def ensure(self, owner: Obj, plan: WorkloadPlan) -> Observed:
+        """Create, update and prune so the owner controls exactly what `plan` names.
+
+        Raises `WorkloadConflict`, the runtime's `WorkerError` (a template the runtime
+        cannot use, a missing secret) and API errors (the sync is retried).
+        """
+        ref = job_ref(owner)
+        seen = Observed()
+        for s in plan.services:
+            self._ensure_service(owner, ref, s, seen)
+        for d in plan.deployments:
+            seen.deployments[deployment_name(ref, d.worker_type)] = self._ensure_deployment(
+                owner, ref, d, seen
+            )
+        for h in plan.hpas:
+            self._ensure_hpa(ref, h, seen)
+        self._prune(owner, ref, plan, seen)
+        if self.pod_informer is not None:
+            seen.pods = self.pods_of(owner)
+        return seen
+
+    def _create_or_adopt(
+        self,
+        api: ResourceClient,
+        informer: SharedInformer,
+        ref: JobRef,
+        desired: dict[str, Any],
+        field: str,
+        seen: Observed,
+    ) -> tuple[Obj, bool]:
+        """The existing object (cache, else server after AlreadyExists), or the created one.
+
+        The bool says whether it was created now.
+        """
+        name = desired["metadata"]["name"]
+        kind = desired["kind"]
+        existing = informer.lister.get(ref.namespace, name)
+        if existing is None:
+            try:
+                created = api.create(ref.namespace, desired)
+            except AlreadyExists:
+                existing = api.get(ref.namespace, name)
+            else:
+                seen.created.append(f"{kind} {name}")
+                logger.info("{} {}: created {} {}", ref.kind, ref.key, kind, name)
+                return created, True
+        if not _controlled_by(existing, ref.uid):
+            raise WorkloadConflict(kind, ref.namespace, name, field)
+        return existing, False
+
+    def _update(
+        self,
+        api: ResourceClient,
+        ref: JobRef,
+        existing: Obj,
+        want_hash: str,
+        apply: Callable[[dict[str, Any]], None],
+        seen: Observed,
+    ) -> Obj:
+        if _annotated_hash(existing) == want_hash:
+            return existing
+        name = existing["metadata"]["name"]
+        kind = str(existing.get("kind") or api.res.kind)
+
+        def mutate(fresh: dict[str, Any]) -> bool:
+            if _annotated_hash(fresh) == want_hash:
+                return False
+            if not _controlled_by(fresh, ref.uid):
+                raise WorkloadConflict(kind, ref.namespace, name, "metadata.ownerReferences")
+            apply(fresh)
+            _set_hash(fresh, want_hash)
+            return True
+
+        out = update_with_retry(api, ref.namespace, name, mutate, current=existing)
+        seen.updated.append(f"{kind} {name}")
+        logger.info("{} {}: rolled the spec out to {} {}", ref.kind, ref.key, kind, name)
+        return out
+
+    def _ensure_deployment(
+        self, owner: Obj, ref: JobRef, want: DeploymentWant, seen: Observed
+    ) -> Obj | None:
+        desired = self.runtime.build_deployment(owner, want.spec, want.param, field=want.field)
+        want_hash = spec_hash(desired["spec"])
+        _set_hash(desired, want_hash)
+        existing, created = self._create_or_adopt(
+            self.deployments_api, self.deployment_informer, ref, desired, want.field, seen
+        )
+        if created or (existing.get("metadata") or {}).get("deletionTimestamp"):
+            return existing
+
+        def apply(fresh: dict[str, Any]) -> None:
+            spec = fresh.setdefault("spec", {})
+            spec["template"] = json_deepcopy(desired["spec"]["template"])
+            if "replicas" in desired["spec"]:
+                spec["replicas"] = desired["spec"]["replicas"]
+            fresh["metadata"].setdefault("labels", {}).update(desired["metadata"]["labels"])
+
+        return self._update(self.deployments_api, ref, existing, want_hash, apply, seen)
+
+    def _ensure_service(self, owner: Obj, ref: JobRef, want: ServiceWant, seen: Observed) -> None:
+        if want.flavor == "nodeport":
+            desired = build_nodeport_service(ref, want.worker_type, want.port, want.external_ip)
+        else:
+            desired = build_edgemesh_service(ref, want.worker_type, want.port)
+        want_hash = spec_hash(desired["spec"])
+        _set_hash(desired, want_hash)
+        field = f"service {service_name(ref, want.worker_type)}"
+        existing, created = self._create_or_adopt(
+            self.services_api, self.service_informer, ref, desired, field, seen
+        )
+        if not created:
+
+            def apply(fresh: dict[str, Any]) -> None:
+                spec = fresh.setdefault("spec", {})
+                for key, value in desired["spec"].items():
+                    spec[key] = json_deepcopy(value)  # keeps clusterIP and what the server set
+
+            existing = self._update(self.services_api, ref, existing, want_hash, apply, seen)
+        meta = existing.get("metadata") or {}
+        seen.service_hosts[want.worker_type] = f"{meta.get('name')}.{meta.get('namespace')}"
+        ports = (existing.get("spec") or {}).get("ports") or [{}]
+        seen.node_ports[want.worker_type] = int(ports[0].get("nodePort") or 0)
+
+    def _ensure_hpa(self, ref: JobRef, want: HPAWant, seen: Observed) -> None:
+        desired = build_hpa(ref, "Deployment", want.target, want.worker_type, want.hpa)
+        want_hash = spec_hash(desired["spec"])
+        _set_hash(desired, want_hash)
+        existing, created = self._create_or_adopt(
+            self.hpas_api,
+            self.hpa_informer,
+            ref,
+            desired,
+            f"hpa {desired['metadata']['name']}",
+            seen,
+        )
+        if created:
+            return
+
+        def apply(fresh: dict[str, Any]) -> None:
+            apply_hpa_spec(fresh, ref, "Deployment", want.target, want.worker_type, want.hpa)
+
+        self._update(self.hpas_api, ref, existing, want_hash, apply, seen)
+
+    def _prune(self, owner: Obj, ref: JobRef, plan: WorkloadPlan, seen: Observed) -> None:
+        keep: dict[str, set[str]] = {
+            "deployments": {deployment_name(ref, d.worker_type) for d in plan.deployments},
+            "services": {service_name(ref, s.worker_type) for s in plan.services},
+            "hpas": {hpa_name(h.target) for h in plan.hpas},
+        }
+        for what, informer, api in (
+            ("hpas", self.hpa_informer, self.hpas_api),
+            ("deployments", self.deployment_informer, self.deployments_api),
+            ("services", self.service_informer, self.services_api),
+        ):
+            for obj in self._stale(self.owned(informer, owner), keep[what]):
+                name = obj["metadata"]["name"]
+                with contextlib.suppress(NotFound):
+                    api.delete(ref.namespace, name)
+                    seen.deleted.append(f"{api.res.kind} {name}")
+                    logger.info("{} {}: deleted {} {}", ref.kind, ref.key, api.res.kind, name)
+
+    @staticmethod
+    def _stale(objs: Iterable[Obj], keep: set[str]) -> list[Obj]:
+        return [
+            o
+            for o in objs
+            if (o.get("metadata") or {}).get("name") not in keep
+            and not (o.get("metadata") or {}).get("deletionTimestamp")
+        ]

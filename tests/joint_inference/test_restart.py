@@ -1,0 +1,189 @@
+"""GM restarts and kills in every phase: the API is the database, names are fixed, so
+there is never a second Deployment, Service, HPA or pod, and no condition is repeated."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from support.deployments import DeploymentControllerFactory
+
+from sedna.embedded.apiserver import APIServer
+from sedna.runtime import OwnedWorkloads, SharedInformerFactory
+
+from .conftest import GMFactory
+from .helpers import (
+    CLOUD_DEPLOYMENT,
+    CLOUD_SERVICE,
+    EDGE_DEPLOYMENT,
+    JIS,
+    SAMPLE,
+    Api,
+    env_of,
+    sample_service,
+    wait_until,
+)
+
+
+def uids(api: Api) -> dict[str, str]:
+    out = {}
+    for client in (api.deployments, api.services, api.hpas, api.pods):
+        for o in client.list(api.ns)["items"]:
+            out[f"{o.get('kind', client.res.kind)}/{o['metadata']['name']}"] = o["metadata"]["uid"]
+    return out
+
+
+def with_hpa(ref: Path) -> dict[str, Any]:
+    ji = sample_service(ref)
+    ji["spec"]["cloudWorker"]["hpa"] = {"minReplicas": 1, "maxReplicas": 2}
+    return ji
+
+
+def expected_names() -> list[str]:
+    return sorted([CLOUD_DEPLOYMENT, EDGE_DEPLOYMENT])
+
+
+def test_created_while_the_gm_is_down(
+    api: Api,
+    make_gm: GMFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    deployment_controller()
+    api.create_models()
+    api.create(with_hpa(sedna_reference))
+    make_gm()
+    api.until_running()
+    assert api.names("deployments") == expected_names()
+    assert api.names("services") == [CLOUD_SERVICE]
+    assert api.names("hpas") == [f"hpa-{CLOUD_DEPLOYMENT}"]
+
+
+def test_restart_while_pending_and_while_running_changes_nothing(
+    api: Api,
+    make_gm: GMFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    deployment_controller()
+    api.create_models()
+    gm = make_gm()
+    api.create(with_hpa(sedna_reference))
+    api.wait_condition("Pending")
+    wait_until(lambda: len(api.names("pods")) == 2, 10.0, "pods")
+    before = uids(api)
+    gm.restart()
+    api.until_running()
+    assert {k: v for k, v in uids(api).items() if k in before} == before
+    assert len(api.names("pods")) == 2
+    running = uids(api)
+    conditions = api.status()["conditions"]
+    gm.restart()
+    assert gm.manager is not None
+    controller: Any = gm.manager.features[0].controller
+    controller.enqueue(f"{api.ns}/{SAMPLE}")
+    assert controller.wait_idle(5)
+    assert uids(api) == running
+    assert api.status()["conditions"] == conditions
+
+
+def test_a_spec_change_while_the_gm_is_down_is_rolled_out_on_start(
+    api: Api,
+    make_gm: GMFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    deployment_controller()
+    api.create_models()
+    gm = make_gm()
+    api.create(sample_service(sedna_reference))
+    api.until_running()
+    gm.stop()
+    api.patch_spec({"edgeWorker": {"hardExampleMining": {"name": "CrossEntropy"}}})
+    gm.start()
+    api.wait_deployment(EDGE_DEPLOYMENT, lambda d: env_of(d)["HEM_NAME"] == "CrossEntropy")
+    assert api.names("deployments") == expected_names()
+
+
+def test_killed_after_the_service_and_between_the_deployments(
+    api: Api,
+    embedded_apiserver: APIServer,
+    make_gm: GMFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    """Deployment creates fail (the GM dies after the Service): a new GM completes the set;
+    then the state of a GM killed between the two Deployments (edge missing) is completed
+    without touching the cloud one."""
+    api.create_models()
+    rule = embedded_apiserver.faults.fail(500, verbs=["create"], resources=["deployments"])
+    gm = make_gm()
+    api.create(sample_service(sedna_reference))
+    wait_until(lambda: rule.seen >= 1, 10.0, "a refused deployment create")
+    gm.stop()
+    embedded_apiserver.faults.reset()
+    assert api.names("services") == [CLOUD_SERVICE] and api.names("deployments") == []
+    deployment_controller()
+    service_uid = api.services.get(api.ns, CLOUD_SERVICE)["metadata"]["uid"]
+    gm.start()
+    api.until_running()
+    assert api.names("deployments") == expected_names()
+    assert api.services.get(api.ns, CLOUD_SERVICE)["metadata"]["uid"] == service_uid
+
+    gm.stop()
+    cloud_uid = api.deployments.get(api.ns, CLOUD_DEPLOYMENT)["metadata"]["uid"]
+    api.deployments.delete(api.ns, EDGE_DEPLOYMENT)
+    wait_until(lambda: len(api.names("pods")) == 1, 10.0, "the edge pod collected")
+    gm.start()
+    wait_until(lambda: api.names("deployments") == expected_names(), 10.0, "the edge one again")
+    wait_until(lambda: len(api.names("pods")) == 2, 10.0, "its pod")
+    api.until_running()
+    assert api.deployments.get(api.ns, CLOUD_DEPLOYMENT)["metadata"]["uid"] == cloud_uid
+    assert len(api.names("pods")) == 2
+
+
+def test_a_lost_create_response_is_adopted_not_repeated(
+    api: Api,
+    make_gm: GMFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    """An `ensure` whose caches have not seen the objects (as after a create whose response
+    was lost) gets AlreadyExists for each and adopts them: nothing created twice."""
+    deployment_controller()
+    api.create_models()
+    gm = make_gm()
+    api.create(with_hpa(sedna_reference))
+    api.until_running()
+    before = uids(api)
+    assert gm.manager is not None
+    controller: Any = gm.manager.features[0].controller
+    ctx = gm.manager.context()
+    blind = dataclasses.replace(ctx, informers=SharedInformerFactory(ctx.kube, namespace=api.ns))
+    workloads = OwnedWorkloads(blind, JIS, lambda key: None)  # informers never started
+    owner = controller.with_type(api.ji())
+    seen = workloads.ensure(owner, controller.plan(owner))
+    assert (seen.created, seen.updated, seen.deleted) == ([], [], [])
+    assert set(seen.deployments) == set(expected_names())
+    assert uids(api) == before
+
+
+def test_status_writes_survive_conflicts(
+    api: Api,
+    embedded_apiserver: APIServer,
+    make_gm: GMFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    deployment_controller()
+    api.create_models()
+    rule = embedded_apiserver.faults.fail(
+        409, verbs=["update"], resources=["jointinferenceservices/status"], count=3
+    )
+    make_gm()
+    api.create(sample_service(sedna_reference))
+    api.until_running()
+    assert rule.remaining == 0
+    assert api.condition_types() == ["Pending", "Running"]
+    assert api.ji()["metadata"]["name"] == SAMPLE

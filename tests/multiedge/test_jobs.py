@@ -1,0 +1,240 @@
+"""ReidJob and VideoAnalyticsJob: one worker pod (and VA's Service) with Sedna's names
+and env, job status through a life (Running, Completed or Failed, times and counts),
+healing, a restart without duplicates, LC reports kept, malformed specs and reports."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from support.logs import LogCapture
+
+from .helpers import GM, Api, TestLC, env_of, model, reid_job, video_analytics_job, wait_until
+
+REID = ("ReidJob", "reid-demo", "reid")
+VA = ("VideoAnalyticsJob", "va-demo", "videoanalytics")
+
+
+def start(make_gm: Any, api: Api, kind: str, **spec: Any) -> GM:
+    gm: GM = make_gm()
+    if kind == "ReidJob":
+        api.create(reid_job(**spec))
+    else:
+        api.create(model("va-model"))
+        api.create(video_analytics_job(**spec))
+    return gm
+
+
+def test_reid_pod_has_sednas_name_labels_and_env(make_gm: Any, api: Api) -> None:
+    kind, name, wtype = REID
+    start(make_gm, api, kind, kafkaSupport=True)
+    (pod,) = api.wait_pods(name, 1, wtype)
+    assert pod["metadata"]["name"].startswith(f"{name}-reid-")
+    labels = pod["metadata"]["labels"]
+    assert labels["reidjob.sedna.io/name"] == name
+    assert labels["reidjob.sedna.io/worker-type"] == "reid"
+    env = env_of(pod["spec"])
+    assert env["JOB_NAME"] == name and env["NAMESPACE"] == api.ns
+    assert env["LC_SERVER"] == "http://localhost:9100" and env["KAFKA_ENABLED"] == "true"
+    assert len(env["WORKER_NAME"]) == 5
+    assert pod["spec"]["restartPolicy"] == "Never"
+    assert api.services.list(api.ns)["items"] == []  # Sedna's ReidPort is never used
+
+
+def test_video_analytics_pod_and_service(make_gm: Any, api: Api) -> None:
+    kind, name, wtype = VA
+    start(make_gm, api, kind)
+    (pod,) = api.wait_pods(name, 1, wtype)
+    assert pod["metadata"]["name"].startswith(f"{name}-videoanalytics-")
+    env = env_of(pod["spec"])
+    assert env["MODEL_NAME"] == "va-model" and env["JOB_NAME"] == name
+    assert env["MODEL_URL"] == "/downloads/models/m.pth"
+    assert "KAFKA_ENABLED" not in env
+    assert pod["spec"]["initContainers"][0]["name"] == "storage-initializer"
+    svc = api.wait_service(f"{name}-videoanalytics")
+    assert [(p["name"], p["port"]) for p in svc["spec"]["ports"]] == [("tcp-0", 4000)]
+    assert svc["spec"]["selector"]["videoanalyticsjob.sedna.io/worker-type"] == "videoanalytics"
+
+
+@pytest.mark.parametrize("job", [REID, VA], ids=["reid", "videoanalytics"])
+def test_a_life_to_completed(make_gm: Any, api: Api, job: tuple[str, str, str]) -> None:
+    kind, name, wtype = job
+    start(make_gm, api, kind)
+    (pod,) = api.wait_pods(name, 1, wtype)
+    status = api.wait_status(kind, name, lambda s: s.get("phase") == "Running", "Running")
+    assert status["startTime"] and status["active"] == 1 and "completionTime" not in status
+    api.set_phase(pod, "Running")
+    api.set_phase(pod, "Succeeded")
+    status = api.wait_condition(kind, name, "Completed")
+    assert (status["phase"], status["active"], status["succeeded"], status["failed"]) == (
+        "Succeeded",
+        0,
+        1,
+        0,
+    )
+    assert status["completionTime"]
+    api.wait_event_on(name, "Completed")
+    # finished: a deleted pod is not made again and the status stays
+    api.pods.delete(api.ns, pod["metadata"]["name"])
+    wait_until(lambda: not api.pods_of(name), 5.0, "pod gone")
+    api.owners[kind].patch(api.ns, name, {"metadata": {"labels": {"touched": "1"}}})
+    assert api.pods_of(name) == []
+    assert api.status(kind, name)["succeeded"] == 1
+
+
+@pytest.mark.parametrize("job", [REID, VA], ids=["reid", "videoanalytics"])
+def test_a_failed_worker_fails_the_job_for_good(
+    make_gm: Any, api: Api, job: tuple[str, str, str]
+) -> None:
+    kind, name, wtype = job
+    start(make_gm, api, kind)
+    (pod,) = api.wait_pods(name, 1, wtype)
+    api.set_phase(pod, "Failed")
+    status = api.wait_condition(kind, name, "Failed")
+    assert (status["phase"], status["failed"]) == ("Failed", 1)
+    assert status["conditions"][-1]["reason"] == "workerFailed"
+    api.wait_event_on(name, "workerFailed")
+    api.pods.delete(api.ns, pod["metadata"]["name"])
+    wait_until(lambda: not api.pods_of(name), 5.0, "pod gone")
+    assert api.condition(kind, name) == "Failed"
+
+
+@pytest.mark.parametrize("job", [REID, VA], ids=["reid", "videoanalytics"])
+def test_a_deleted_running_worker_is_made_again_once_and_restart(
+    make_gm: Any, api: Api, job: tuple[str, str, str]
+) -> None:
+    kind, name, wtype = job
+    gm = start(make_gm, api, kind)
+    (pod,) = api.wait_pods(name, 1, wtype)
+    api.pods.delete(api.ns, pod["metadata"]["name"])
+    (new,) = api.wait_pods(name, 1, wtype)
+    assert new["metadata"]["name"] != pod["metadata"]["name"]
+    assert env_of(new["spec"])["WORKER_NAME"] == env_of(pod["spec"])["WORKER_NAME"]
+    gm.restart()
+    api.set_phase(new, "Running")
+    api.wait_status(kind, name, lambda s: s.get("active") == 1, "active")
+    api.owners[kind].patch(api.ns, name, {"metadata": {"labels": {"touched": "1"}}})
+    api.wait_event_on(name, "SuccessfulCreate")
+    assert [p["metadata"]["name"] for p in api.pods_of(name)] == [new["metadata"]["name"]]
+
+
+@pytest.mark.parametrize("job", [REID, VA], ids=["reid", "videoanalytics"])
+def test_reports_are_kept_in_the_latest_condition(
+    make_gm: Any, api: Api, make_lc: Any, logs: LogCapture, job: tuple[str, str, str]
+) -> None:
+    kind, name, wtype = job
+    gm = start(make_gm, api, kind)
+    (pod,) = api.wait_pods(name, 1, wtype)
+    api.wait_condition(kind, name, "Running")
+    edge0: TestLC = make_lc(gm, "edge0")
+    intruder: TestLC = make_lc(gm, "edge9")
+    info = {"ownerInfo": {"persons": 3, "camera": "c1", "updateTime": "t"}}
+    intruder.report(api.ns, kind, name, {"phase": "inference", "output": info})
+    logs.wait("edge9", kind, name, "none of its workers runs on that node")
+    edge0.report(api.ns, kind, name, {"phase": 7})
+    logs.wait("edge0", kind, name, "content.phase")
+    api.wait_event_on(name, "InvalidReport", "content.phase")
+    edge0.report(api.ns, kind, name, {"phase": "inference", "status": "ok", "output": info})
+    status = api.wait_status(
+        kind, name, lambda s: (s.get("conditions") or [{}])[-1].get("data"), "report data"
+    )
+    assert status["conditions"][-1]["data"] == '{"camera":"c1","persons":3}'
+    assert status["conditions"][-1]["type"] == "Running"
+    assert pod["spec"]["nodeName"] == "edge0"
+
+
+def _no_template(spec: dict[str, Any]) -> None:
+    spec.pop("template")
+
+
+def _env_list(spec: dict[str, Any]) -> None:
+    spec["template"]["spec"]["containers"][0]["env"] = [{"name": "SOURCES", "value": ["a", "b"]}]
+
+
+def _bad_kafka(spec: dict[str, Any]) -> None:
+    spec["kafkaSupport"] = "true"
+
+
+def _bad_name(spec: dict[str, Any]) -> None:
+    spec["template"]["spec"]["containers"][0]["name"] = "Reid_Worker"
+
+
+CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
+    ("no-template", _no_template, "spec.template"),
+    ("env-list", _env_list, "spec.template.spec.containers[0].env[0].value"),
+    ("bad-kafka", _bad_kafka, "spec.kafkaSupport"),
+    ("bad-name", _bad_name, "spec.template.spec.containers[0].name"),
+]
+
+
+@pytest.mark.parametrize("job", [REID, VA], ids=["reid", "videoanalytics"])
+def test_malformed_specs_name_the_field(make_gm: Any, api: Api, job: tuple[str, str, str]) -> None:
+    kind, _name, _wtype = job
+    make_gm()
+    api.create(model("va-model"))
+    for name, edit, _field in CASES:
+        obj = reid_job(name) if kind == "ReidJob" else video_analytics_job(name)
+        edit(obj["spec"])
+        api.create(obj)
+    for name, _edit, field in CASES:
+        status = api.wait_condition(kind, name, "Failed")
+        assert status["conditions"][-1]["reason"] == "InvalidSpec"
+        assert status["conditions"][-1]["message"].startswith(field + ":"), status
+        api.wait_event_on(name, "InvalidSpec", field)
+        assert api.pods_of(name) == []
+
+
+def test_video_analytics_waits_for_its_model(make_gm: Any, api: Api) -> None:
+    make_gm()
+    api.create(video_analytics_job())
+    status = api.wait_condition("VideoAnalyticsJob", "va-demo", "Pending")
+    assert status["conditions"][-1]["reason"] == "ModelNotFound"
+    api.create(model("va-model"))
+    api.wait_pods("va-demo", 1, "videoanalytics")
+
+
+def test_a_create_not_yet_in_the_cache_is_not_repeated(make_gm: Any, api: Api) -> None:
+    """Expectations: a sync that does not see the pod the previous one created (the cache
+    lags) makes no second pod."""
+    gm = start(make_gm, api, "ReidJob")
+    kind, name, wtype = REID
+    api.wait_pods(name, 1, wtype)
+    assert gm.manager is not None
+    controller = next(f.controller for f in gm.manager.features if f.name == "reid")
+    owner = {**api.owner(kind, name), "kind": kind, "apiVersion": "sedna.io/v1alpha1"}
+    want = controller.plan(owner).extra["pods"][0]  # type: ignore[attr-defined]
+    probe = (dataclasses.replace(want, key="probe"),)
+    pods = controller.owned_pods  # type: ignore[attr-defined]
+    first = pods.ensure(owner, probe, [])
+    second = pods.ensure(owner, probe, [])  # the cache has not shown the first one's pod
+    assert (len(first.created), first.active) == (1, 1)
+    assert (second.created, second.active) == ([], 1)
+
+
+def test_a_model_secret_that_is_missing_is_named(make_gm: Any, api: Api) -> None:
+    make_gm()
+    api.create(model("va-model", credentialName="s3-creds"))
+    api.create(video_analytics_job())
+    status = api.wait_condition("VideoAnalyticsJob", "va-demo", "Failed")
+    cond = status["conditions"][-1]
+    assert cond["reason"] == "InvalidSpec"
+    assert "Model va-model: spec.credentialName" in cond["message"]
+    assert "s3-creds" in cond["message"]
+    api.wait_event_on("va-demo", "InvalidSpec", "s3-creds")
+    assert api.pods_of("va-demo") == []
+    # not terminal: the secret appears, the Model changes, the job starts
+    api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s3-creds", "annotations": {"s3-endpoint": "s3.local"}},
+            "stringData": {"ACCESS_KEY_ID": "a", "SECRET_ACCESS_KEY": "b"},
+        }
+    )
+    api.models.patch(api.ns, "va-model", {"metadata": {"labels": {"touched": "1"}}})
+    (pod,) = api.wait_pods("va-demo", 1, "videoanalytics")
+    init = pod["spec"]["initContainers"][0]
+    refs = [e for e in init.get("env") or [] if "valueFrom" in e]
+    assert refs and all(e["valueFrom"]["secretKeyRef"]["name"] == "s3-creds" for e in refs)

@@ -1,0 +1,208 @@
+"""ObjectSearchService: Sedna's objects, names and env; status through a life; healing;
+a restart without duplicates; Sedna's sample; malformed specs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from support.logs import LogCapture
+
+from .helpers import GM, Api, env_of, fixed_sample, sample, wait_until
+
+KIND = "ObjectSearchService"
+NAME = "pedestrian-search"
+SAMPLE = "objectsearchservice_v1alpha1.yaml"
+
+
+def start(make_gm: Any, api: Api, ref: Path) -> GM:
+    gm: GM = make_gm()
+    api.create(fixed_sample(ref, SAMPLE))
+    return gm
+
+
+def test_creates_sednas_deployments_services_and_tracking_pods(
+    make_gm: Any, api: Api, sedna_reference: Path
+) -> None:
+    start(make_gm, api, sedna_reference)
+    ns = api.ns
+    reid = api.wait_deployment(f"{NAME}-deployment-reidworker")
+    user = api.wait_deployment(f"{NAME}-deployment-userworker")
+    assert reid["spec"]["replicas"] == 5
+    assert user["spec"]["replicas"] == 1
+    labels = reid["spec"]["template"]["metadata"]["labels"]
+    assert labels["objectsearchservice.sedna.io/name"] == NAME
+    assert labels["objectsearchservice.sedna.io/worker-type"] == "reidworker"
+    assert labels["app.sedna.io"] == f"{NAME}-reidworker-svc"
+    user_env = env_of(user["spec"]["template"]["spec"])
+    assert user_env["NAMESPACE"] == ns
+    assert user_env["SERVICE_NAME"] == NAME
+    assert user_env["WORKER_NAME"].startswith("userworker-") and len(user_env["WORKER_NAME"]) == 16
+
+    reid_svc = api.wait_service(f"{NAME}-reidworker")
+    user_svc = api.wait_service(f"{NAME}-userworker")
+    assert [(p["name"], p["port"], p["targetPort"]) for p in reid_svc["spec"]["ports"]] == [
+        ("tcp-0", 9378, 9378)
+    ]
+    assert user_svc["spec"]["ports"][0]["port"] == 9379
+    assert user_svc["spec"]["selector"]["objectsearchservice.sedna.io/worker-type"] == "userworker"
+
+    pods = api.wait_pods(NAME, 2, "trackingworker")
+    envs = [env_of(p["spec"]) for p in pods]
+    for p, env in zip(pods, envs, strict=True):
+        assert p["metadata"]["name"].startswith(f"{NAME}-trackingworker-")
+        owner = p["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["name"], owner["controller"]) == (KIND, NAME, True)
+        assert env["USERWORKER_URL"] == f"{NAME}-userworker.{ns}:9379"
+        assert env["EDGEMESH_URL"] == f"{NAME}-reidworker.{ns}:9378"
+        assert env["SERVICE_NAME"] == NAME and env["NAMESPACE"] == ns
+        assert env["WORKER_NAME"].startswith("trackingworker-")
+        assert env["dataSources"] in ("192.168.0.12,192.168.0.13", "192.168.0.10,192.168.0.11")
+    assert envs[0]["WORKER_NAME"] != envs[1]["WORKER_NAME"]
+    node_selectors = sorted(p["spec"]["nodeSelector"]["edgeai/app"] for p in pods)
+    assert node_selectors == ["worker0", "worker1"]
+
+
+def test_status_pending_then_running_then_failed_for_good(
+    make_gm: Any, api: Api, sedna_reference: Path
+) -> None:
+    start(make_gm, api, sedna_reference)
+    pods = api.wait_pods(NAME, 2, "trackingworker")
+    status = api.wait_condition(KIND, NAME, "Pending")
+    assert status["startTime"]
+    for d in ("reidworker", "userworker"):
+        api.deployment_available(f"{NAME}-deployment-{d}")
+    api.run_all(NAME)
+    status = api.wait_condition(KIND, NAME, "Running")
+    assert (status["active"], status["failed"]) == (4, 0)
+
+    api.set_phase(pods[0], "Failed")
+    status = api.wait_condition(KIND, NAME, "Failed")
+    assert status["conditions"][-1]["reason"] == "workerFailed"
+    assert pods[0]["metadata"]["name"] in status["conditions"][-1]["message"]
+    assert (status["active"], status["failed"]) == (3, 1)
+    api.wait_event_on(NAME, "workerFailed")
+    # terminal: a new pod for the failed worker is never made, the status stays
+    api.set_phase(pods[1], "Failed")
+    api.pods.delete(api.ns, pods[0]["metadata"]["name"])
+    wait_until(lambda: len(api.pods_of(NAME, "trackingworker")) == 1, 5.0, "pod deleted")
+    assert api.condition(KIND, NAME) == "Failed"
+    assert api.status(KIND, NAME)["failed"] == 1
+
+
+def test_deleted_workers_are_made_again(make_gm: Any, api: Api, sedna_reference: Path) -> None:
+    start(make_gm, api, sedna_reference)
+    pods = api.wait_pods(NAME, 2, "trackingworker")
+    api.wait_deployment(f"{NAME}-deployment-userworker")
+    api.wait_service(f"{NAME}-reidworker")
+    gone = pods[0]["metadata"]["name"]
+    api.pods.delete(api.ns, gone)
+    api.deployments.delete(api.ns, f"{NAME}-deployment-userworker")
+    api.services.delete(api.ns, f"{NAME}-reidworker")
+    wait_until(
+        lambda: (
+            len(p := api.pods_of(NAME, "trackingworker")) == 2
+            and gone not in {x["metadata"]["name"] for x in p}
+        ),
+        10.0,
+        "a new tracking pod",
+    )
+    api.wait_deployment(f"{NAME}-deployment-userworker")
+    api.wait_service(f"{NAME}-reidworker")
+    new = [p for p in api.pods_of(NAME, "trackingworker") if p["metadata"]["name"] != gone]
+    # the healed worker is the same worker: same env, same WORKER_NAME
+    assert sorted(env_of(p["spec"])["WORKER_NAME"] for p in new) == sorted(
+        env_of(p["spec"])["WORKER_NAME"] for p in pods
+    )
+    assert api.condition(KIND, NAME) != "Failed"
+
+
+def test_restart_makes_no_duplicates(make_gm: Any, api: Api, sedna_reference: Path) -> None:
+    gm = start(make_gm, api, sedna_reference)
+    pods = api.wait_pods(NAME, 2, "trackingworker")
+    api.wait_deployment(f"{NAME}-deployment-reidworker")
+    before = {p["metadata"]["name"] for p in pods}
+    gm.restart()
+    api.deployment_available(f"{NAME}-deployment-reidworker")
+    api.deployment_available(f"{NAME}-deployment-userworker")
+    api.run_all(NAME)
+    api.wait_condition(KIND, NAME, "Running")
+    assert {p["metadata"]["name"] for p in api.pods_of(NAME, "trackingworker")} == before
+    assert len(api.deployments.list(api.ns)["items"]) == 2
+    assert len(api.services.list(api.ns)["items"]) == 2
+
+
+def test_sednas_sample_is_accepted_and_its_list_env_value_named(
+    make_gm: Any, api: Api, sedna_reference: Path
+) -> None:
+    make_gm()
+    api.create(sample(sedna_reference, SAMPLE))
+    status = api.wait_condition(KIND, NAME, "Failed")
+    cond = status["conditions"][-1]
+    assert cond["reason"] == "InvalidSpec"
+    assert cond["message"].startswith("spec.userWorker.template.spec.containers[0].name")
+    msg = api.wait_event_on(NAME, "InvalidSpec")
+    assert "spec.userWorker.template.spec.containers[0].name" in msg
+    assert api.pods_of(NAME) == []
+    # the user's fix is synced: not terminal
+    fixed = fixed_sample(sedna_reference, SAMPLE)
+    current = api.owner(KIND, NAME)
+    current["spec"] = fixed["spec"]
+    api.owners[KIND].replace(api.ns, NAME, current)
+    api.wait_pods(NAME, 2, "trackingworker")
+
+
+def test_list_env_value_is_named(make_gm: Any, api: Api, sedna_reference: Path) -> None:
+    make_gm()
+    obj = fixed_sample(sedna_reference, SAMPLE)
+    obj["spec"]["trackingWorkers"][1]["template"]["spec"]["containers"][0]["env"][0]["value"] = [
+        "192.168.0.10"
+    ]
+    api.create(obj)
+    status = api.wait_condition(KIND, NAME, "Failed")
+    field = "spec.trackingWorkers[1].template.spec.containers[0].env[0].value"
+    assert status["conditions"][-1]["message"].startswith(field)
+    assert "must be a string, got a list" in status["conditions"][-1]["message"]
+    api.wait_event_on(NAME, "InvalidSpec", field)
+
+
+def test_malformed_specs_name_the_field(make_gm: Any, api: Api, sedna_reference: Path) -> None:
+    make_gm()
+    cases: list[tuple[str, Any, str]] = [
+        ("no-reid", lambda s: s.pop("reidWorkers"), "spec.reidWorkers"),
+        (
+            "bad-replicas",
+            lambda s: s["reidWorkers"].update(replicas="5"),
+            "spec.reidWorkers.replicas",
+        ),
+        ("bad-tracking", lambda s: s.update(trackingWorkers={"a": 1}), "spec.trackingWorkers"),
+        (
+            "no-containers",
+            lambda s: s["userWorker"]["template"]["spec"].update(containers=[]),
+            "spec.userWorker.template.spec.containers",
+        ),
+    ]
+    for name, edit, _field in cases:
+        obj = fixed_sample(sedna_reference, SAMPLE)
+        obj["metadata"]["name"] = name
+        edit(obj["spec"])
+        api.create(obj)
+    for name, _edit, field in cases:
+        status = api.wait_condition(KIND, name, "Failed")
+        assert status["conditions"][-1]["reason"] == "InvalidSpec"
+        assert status["conditions"][-1]["message"].startswith(field + ":"), status
+        api.wait_event_on(name, "InvalidSpec", field)
+        assert api.pods_of(name) == []
+
+
+def test_lc_reports_for_the_kind_are_rejected_and_named(
+    make_gm: Any, make_lc: Any, api: Api, sedna_reference: Path, logs: LogCapture
+) -> None:
+    """Sedna's handler for this kind is a stub; ours registers none, so the message layer
+    rejects the report with a log line naming node, kind and name."""
+    gm = start(make_gm, api, sedna_reference)
+    api.wait_pods(NAME, 2, "trackingworker")
+    lc = make_lc(gm, "edge0")
+    lc.report(api.ns, "objectsearchservice", NAME, {"phase": "inference"})
+    logs.wait("edge0", "objectsearchservice", NAME, "no handler for kind")
+    assert "metrics" not in api.status(KIND, NAME)
