@@ -14,7 +14,8 @@ event each; no HTTP, so seeding 50 000 objects takes seconds):
 * ``cache``: 10 000 IL jobs (Sedna's sample renamed, with status and managedFields) and
   their 10 000 inference pods (as the GM makes them, Running). RSS of a GM with
   nothing, with the pods only (owned by a ConfigMap), and with jobs and pods gives the
-  bytes per cached pod and per cached job. Downstream is a no-op here (no LC: the
+  bytes per cached pod and per cached job (``--unique-specs``: also with jobs whose
+  specs all differ, so no subtree is shared). Downstream is a no-op here (no LC: the
   edge queues are not a cache); variant ``no-transform`` caches objects whole.
 * ``startup``: 10 000 jobs, their 10 000 pods and 30 000 foreign pods. The GM process
   is spawned (a fresh interpreter) with /readyz on a known port; reported: seconds
@@ -265,7 +266,9 @@ def _serve(cmd_q: Any, reply_q: Any) -> None:
     srv.stop()
 
 
-def _seed(srv: Any, *, jobs: int, cm_pods: int, foreign: int) -> dict[str, int]:
+def _seed(
+    srv: Any, *, jobs: int, cm_pods: int, foreign: int, unique_specs: bool = False
+) -> dict[str, int]:
     """``jobs`` IL jobs each with its inference pod, ``cm_pods`` such pods owned by a
     ConfigMap (pods without jobs), ``foreign`` pods of another namespace."""
     reg, ops, store = srv.registry, srv.ops, srv.store
@@ -305,6 +308,14 @@ def _seed(srv: Any, *, jobs: int, cm_pods: int, foreign: int) -> dict[str, int]:
     def job_batch(lo: int, hi: int) -> None:
         for i in range(lo, hi):
             job = _job(i, template)
+            if unique_specs:  # no template, trigger or dataset equal to another job's
+                spec = job["spec"]
+                spec["dataset"]["trainProb"] = 0.5 + i / (2 * max(jobs, 1))
+                for part in ("trainSpec", "evalSpec", "deploySpec"):
+                    c = spec[part]["template"]["spec"]["containers"][0]
+                    c.setdefault("env", []).append({"name": "RUN", "value": f"run-{i}"})
+                spec["trainSpec"]["trigger"]["condition"]["threshold"] = 500 + i
+                spec["deploySpec"]["trigger"]["condition"]["threshold"] = 0.1 + i / 1e6
             made = ops.create(jobs_rt, JOBS_NS, job)
             cur = store.get(jobs_rt.key, JOBS_NS, made["metadata"]["name"])
             store.put(jobs_rt.key, dict(cur, status=_job_status()), cur)
@@ -524,15 +535,24 @@ def _foreign(ctx: Any, n: int, jobs: int) -> dict[str, Any]:
     return out
 
 
-def _cache(ctx: Any, n: int) -> dict[str, Any]:
+def _cache(ctx: Any, n: int, unique_specs: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for variant in ("gm", "no-transform"):
         empty = _run(ctx, {"jobs": 0, "cm_pods": 0, "foreign": 0}, variant, 0)
         pods = _run(ctx, {"jobs": 0, "cm_pods": n, "foreign": 0}, variant, 0)
         both = _run(ctx, {"jobs": n, "cm_pods": 0, "foreign": 0}, variant, n)
+        unique = None
+        if variant == "gm" and unique_specs:
+            seed = {"jobs": n, "cm_pods": 0, "foreign": 0, "unique_specs": True}
+            unique = _run(ctx, seed, variant, n)
         out[variant] = {
             "bytes_per_pod": round((pods["rss"] - empty["rss"]) / n),
             "bytes_per_job": round((both["rss"] - pods["rss"]) / n),
+            **(
+                {"bytes_per_job_unique_specs": round((unique["rss"] - pods["rss"]) / n)}
+                if unique is not None
+                else {}
+            ),
             "rss_mib": {
                 "empty": round(empty["rss"] / MIB, 1),
                 "pods": round(pods["rss"] / MIB, 1),
@@ -573,6 +593,11 @@ def main() -> int:
     parser.add_argument(
         "--foreign-jobs", type=int, default=100, help="jobs beside the foreign pods"
     )
+    parser.add_argument(
+        "--unique-specs",
+        action="store_true",
+        help="cache part: also jobs whose specs all differ (nothing to share)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     _quiet_logs()
@@ -585,7 +610,7 @@ def main() -> int:
         if "foreign" in parts:
             results["foreign"][str(foreign)] = _foreign(ctx, foreign, args.foreign_jobs)
         if "cache" in parts:
-            results["cache"][str(jobs)] = _cache(ctx, jobs)
+            results["cache"][str(jobs)] = _cache(ctx, jobs, args.unique_specs)
         if "startup" in parts:
             results["startup"][f"{jobs}/{jobs + foreign}"] = _startup(ctx, jobs, foreign)
     previous: dict[str, Any] = {}
@@ -593,7 +618,11 @@ def main() -> int:
         previous = json.loads(args.out.read_text()).get("results", {})
     doc = {
         "benchmark": "fleet",
-        "results": {**previous, **results},
+        # a partial run (--parts, --fractions) replaces only the figures it measured
+        "results": {
+            part: {**previous.get(part, {}), **results.get(part, {})}
+            for part in {*previous, *results}
+        },
         "parameters": {"jobs": args.jobs, "foreign": args.foreign, "fractions": fractions},
         "load_average_at_end": os.getloadavg(),
         "command": " ".join(["python bench/bench_fleet.py", *sys.argv[1:]]),
