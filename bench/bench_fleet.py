@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -66,6 +67,29 @@ def _quiet_logs(level: str = "WARNING") -> None:
 
     logger.remove()
     logger.add(sys.stderr, level=level)
+
+
+def _api_server(**kwargs: Any) -> Any:
+    """The embedded API server as the other benches start it (HTTPS and a token where
+    ``bench/embedded_server.py`` provides them)."""
+    if importlib.util.find_spec("embedded_server") is not None:
+        import embedded_server
+
+        return embedded_server.server(**kwargs)
+    from sedna.embedded.apiserver import APIServer
+
+    return APIServer(**kwargs)
+
+
+def _api_client(url: str) -> Any:
+    """A client of that server (its token and CA where it has them)."""
+    if importlib.util.find_spec("embedded_server") is not None:
+        import embedded_server
+
+        return embedded_server.client(url)
+    from sedna.runtime.kube import api_client_for_url
+
+    return api_client_for_url(url)
 
 
 def _rss() -> int:
@@ -253,9 +277,7 @@ def _inference_pod(job: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]
 
 def _serve(cmd_q: Any, reply_q: Any) -> None:
     _quiet_logs()
-    from sedna.embedded.apiserver import APIServer
-
-    srv = APIServer("127.0.0.1", 0, history=2000)
+    srv = _api_server(host="127.0.0.1", port=0, history=2000)
     srv.start()
     srv.install_crds_from_dir(REFERENCE / "crds")
     reply_q.put((srv.url, os.getpid()))
@@ -365,7 +387,7 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
     from sedna.manager import Manager
     from sedna.plugins.loader import discover_plugins
     from sedna.runtime import GMConfig, RuntimeContainer, SharedInformerFactory
-    from sedna.runtime.kube import PODS, api_client_for_url
+    from sedna.runtime.kube import PODS
 
     imported_at = time.perf_counter()
     first_sync: dict[str, float] = {}
@@ -406,7 +428,7 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
         }
     )
     container = RuntimeContainer(config=config)
-    container.api_client.override(providers.Object(api_client_for_url(url)))
+    container.api_client.override(providers.Object(_api_client(url)))
     if variant in ("unscoped", "no-transform"):
         container.informers.override(
             providers.Singleton(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -46,6 +47,29 @@ DS_NODE = "edge0"  # the sample Dataset's node: its LC reports the Train stage
 LABEL = "incrementallearningjob.sedna.io/"
 
 
+def _api_server(**kwargs: Any) -> Any:
+    """The embedded API server as the other benches start it (HTTPS and a token where
+    ``bench/embedded_server.py`` provides them)."""
+    if importlib.util.find_spec("embedded_server") is not None:
+        import embedded_server
+
+        return embedded_server.server(**kwargs)
+    from sedna.embedded.apiserver import APIServer
+
+    return APIServer(**kwargs)
+
+
+def _api_client(url: str) -> Any:
+    """A client of that server (its token and CA where it has them)."""
+    if importlib.util.find_spec("embedded_server") is not None:
+        import embedded_server
+
+        return embedded_server.client(url)
+    from sedna.runtime.kube import api_client_for_url
+
+    return api_client_for_url(url)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -65,7 +89,6 @@ def _gm(url: str, ns: str, port: int, token_file: str, ready_q: Any, stop: Any) 
     from sedna.manager import Manager
     from sedna.plugins.loader import discover_plugins
     from sedna.runtime import GMConfig, RuntimeContainer
-    from sedna.runtime.kube import api_client_for_url
 
     features: dict[str, Any] = {
         p.name: {"enabled": False} for p in discover_plugins() if p.name != il_plugin.FEATURE_NAME
@@ -85,7 +108,7 @@ def _gm(url: str, ns: str, port: int, token_file: str, ready_q: Any, stop: Any) 
         }
     )
     container = RuntimeContainer(config=config)
-    container.api_client.override(providers.Object(api_client_for_url(url)))
+    container.api_client.override(providers.Object(_api_client(url)))
     manager = Manager(
         config, container=container, extra_plugins={il_plugin.FEATURE_NAME: il_plugin}
     )
@@ -119,9 +142,7 @@ def _serve(url_q: Any, stop: Any) -> None:
     """The API server, as bench_reconcile's but with a history of 5 000 events (its
     cyclic GC pauses grow with its heap; see the module doc)."""
     br._quiet_logs()
-    from sedna.embedded.apiserver import APIServer
-
-    srv = APIServer("127.0.0.1", 0, history=5000)
+    srv = _api_server(host="127.0.0.1", port=0, history=5000)
     srv.start()
     srv.install_crds_from_dir(br.REFERENCE / "crds")
     url_q.put((srv.url, os.getpid()))
@@ -137,7 +158,7 @@ def _pct(values: list[float], p: float) -> float:
 def _run(ctx: Any, url: str, n: int, rate: float) -> dict[str, Any]:
     from websockets.sync.client import connect
 
-    from sedna.runtime.kube import INCREMENTAL_LEARNING_JOBS, PODS, KubeClient, api_client_for_url
+    from sedna.runtime.kube import INCREMENTAL_LEARNING_JOBS, PODS, KubeClient
 
     ns = f"report-{n}-{int(time.time()) % 100000}"
     br._prepare(url, ns)
@@ -148,7 +169,7 @@ def _run(ctx: Any, url: str, n: int, rate: float) -> dict[str, Any]:
     gm = ctx.Process(target=_gm, args=(url, ns, port, f.name, ready_q, stop))
     gm.start()
     gm_pid = ready_q.get(timeout=120)
-    kube = KubeClient(api_client_for_url(url))
+    kube = KubeClient(_api_client(url))
     waiting: set[str] = set()
     created: dict[str, float] = {}
     lock = threading.Lock()
