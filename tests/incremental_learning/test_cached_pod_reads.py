@@ -17,7 +17,7 @@ from typing import Any
 
 from dependency_injector import providers
 
-from sedna.runtime import RuntimeContainer, SharedInformerFactory
+from sedna.runtime import RuntimeContainer, SharedInformerFactory, hookimpl
 from sedna.runtime.informers import worker_pod_transform
 
 from .conftest import GMFactory, LCFactory
@@ -96,10 +96,14 @@ def wrap(node: Any, full: Any, path: str, reads: Reads) -> Any:
     return node
 
 
-class RecordingGM(GM):
-    reads = Reads()
+class _RecordingPlugin:
+    """Builds the informer factory with a recording worker pod transform."""
 
-    def override(self, container: RuntimeContainer) -> None:
+    def __init__(self, gm: GM, reads: Reads) -> None:
+        self.gm, self.reads = gm, reads
+
+    @hookimpl
+    def sedna_configure_container(self, container: RuntimeContainer) -> None:
         reads = self.reads
 
         def recording(obj: dict[str, Any]) -> dict[str, Any]:
@@ -110,14 +114,22 @@ class RecordingGM(GM):
             providers.Singleton(
                 SharedInformerFactory,
                 container.kube,
-                namespace=self.config.namespace,
-                min_resync_period=self.config.minResyncPeriodSeconds,
+                namespace=self.gm.config.namespace,
+                min_resync_period=self.gm.config.minResyncPeriodSeconds,
                 clock=container.clock,
                 worker_pod_transform=recording,
                 # its copies of recording dicts differ in type; other tests run it
                 detect_mutations=False,
             )
         )
+
+
+class RecordingGM(GM):
+    reads = Reads()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.plugins["cached-pod-reads"] = _RecordingPlugin(self, self.reads)
 
 
 def test_two_cycles_read_no_field_the_worker_pod_transform_drops(

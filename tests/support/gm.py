@@ -58,7 +58,6 @@ class GMHarness:
         container.api_client.override(providers.Object(self._api_client_factory()))
         if self.clock is not None:
             container.clock.override(providers.Object(self.clock))
-        self.override(container)
         self.manager = Manager(
             self.config,
             container=container,
@@ -67,9 +66,6 @@ class GMHarness:
         )
         self.manager.start()
         return self
-
-    def override(self, container: RuntimeContainer) -> None:
-        """Hook for a test harness to override container providers before the start."""
 
     @property
     def port(self) -> int:
