@@ -174,7 +174,11 @@ def test_a_lost_create_answer_makes_no_second_inference_worker(
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": "unrelated"},
+                # labelled into the scope of the pod informer, controlled by no job
+                "metadata": {
+                    "name": "unrelated",
+                    "labels": {"incrementallearningjob.sedna.io/name": "other"},
+                },
                 "spec": {"containers": [{"name": "c", "image": "x"}]},
             }
         )

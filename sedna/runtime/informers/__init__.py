@@ -7,7 +7,7 @@ one. Set ``SEDNA_CACHE_MUTATION_DETECTOR=1`` in tests to catch violations.
 from __future__ import annotations
 
 from .backoff import Backoff, BackoffPolicy
-from .factory import SharedInformerFactory
+from .factory import SharedInformerFactory, worker_label_key
 from .handlers import EventHandler, FilteringResourceEventHandler, ResourceEventHandlerFuncs
 from .informer import HandlerRegistration, InformerOptions, InformerStats, SharedInformer
 from .keys import DeletedFinalStateUnknown, meta_namespace_key, split_key
@@ -29,6 +29,7 @@ from .store import (
     controller_owner_uids,
     namespace_index,
 )
+from .transforms import Transform, strip_bookkeeping, worker_pod_transform
 
 __all__ = [
     "NAMESPACE_INDEX",
@@ -52,6 +53,7 @@ __all__ = [
     "SelectorError",
     "SharedInformer",
     "SharedInformerFactory",
+    "Transform",
     "as_selector",
     "controller_owner_uids",
     "meta_namespace_key",
@@ -59,4 +61,7 @@ __all__ = [
     "parse_selector",
     "selector_from_label_selector",
     "split_key",
+    "strip_bookkeeping",
+    "worker_label_key",
+    "worker_pod_transform",
 ]

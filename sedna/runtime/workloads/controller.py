@@ -96,7 +96,15 @@ class WorkloadController(Controller):
         pods: bool = False,
         max_conditions: int = 20,
     ) -> None:
-        super().__init__(resource.kind, workers=ctx.workers, metrics=ctx.metrics, clock=ctx.clock)
+        super().__init__(
+            resource.kind,
+            workers=ctx.workers,
+            metrics=ctx.metrics,
+            clock=ctx.clock,
+            # an unexpected failure of a sync is a Warning Event on the owner, not only a log
+            events=ctx.events,
+            informer=ctx.informers.informer(resource),
+        )
         self.ctx = ctx
         self.resource = resource
         self.label = label or resource.kind

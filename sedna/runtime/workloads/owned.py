@@ -34,7 +34,6 @@ from sedna.runtime.informers import DeletedFinalStateUnknown, SharedInformer, me
 from sedna.runtime.kube import (
     DEPLOYMENTS,
     HPAS,
-    PODS,
     SERVICES,
     AlreadyExists,
     NotFound,
@@ -291,7 +290,9 @@ class OwnedWorkloads:
         self.deployment_informer: SharedInformer = ctx.informers.informer(DEPLOYMENTS)
         self.service_informer: SharedInformer = ctx.informers.informer(SERVICES)
         self.hpa_informer: SharedInformer = ctx.informers.informer(HPAS)
-        self.pod_informer: SharedInformer | None = ctx.informers.informer(PODS) if pods else None
+        self.pod_informer: SharedInformer | None = (
+            ctx.informers.worker_pods(owner) if pods else None
+        )
         self.deployments_api: ResourceClient = ctx.kube.resource(DEPLOYMENTS)
         self.services_api: ResourceClient = ctx.kube.resource(SERVICES)
         self.hpas_api: ResourceClient = ctx.kube.resource(HPAS)

@@ -30,7 +30,6 @@ from typing import Any
 from sedna.runtime import (
     CONDITION_FAILED,
     MODELS,
-    PODS,
     ControllerContext,
     DeploymentWant,
     Observed,
@@ -69,7 +68,7 @@ class FeatureExtractionController(WorkloadController):
         self.models = ctx.informers.informer(MODELS)
         enqueue_on_model(self.models, self.owners, _model_name, self.enqueue)
         self.reports = WorkerReports(
-            ctx, RESOURCE, self.owners, ctx.informers.informer(PODS), record_metrics
+            ctx, RESOURCE, self.owners, ctx.informers.worker_pods(RESOURCE), record_metrics
         )
 
     def plan(self, owner: Mapping[str, Any]) -> WorkloadPlan:

@@ -205,14 +205,22 @@ class FederatedLearningController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         opts = ctx.options
         self.options = opts if isinstance(opts, Options) else Options.model_validate(opts or {})
-        super().__init__(KIND, workers=ctx.workers, metrics=ctx.metrics, clock=ctx.clock)
+        super().__init__(
+            KIND,
+            workers=ctx.workers,
+            metrics=ctx.metrics,
+            clock=ctx.clock,
+            # an unexpected failure of a sync is a Warning Event on the job, not only a log
+            events=ctx.events,
+            informer=ctx.informers.informer(FEDERATED_LEARNING_JOBS),
+        )
         self.ctx = ctx
         self.jobs_client = ctx.kube.resource(FEDERATED_LEARNING_JOBS)
         self.pods_client = ctx.kube.resource(PODS)
         self.services_client = ctx.kube.resource(SERVICES)
         self.models_client = ctx.kube.resource(MODELS)
         self.jobs = ctx.informers.informer(FEDERATED_LEARNING_JOBS)
-        self.pods = ctx.informers.informer(PODS)
+        self.pods = ctx.informers.worker_pods(FEDERATED_LEARNING_JOBS)
         self.services = ctx.informers.informer(SERVICES)
         self.models = ctx.informers.informer(MODELS)
         self.datasets = ctx.informers.informer(DATASETS)

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from sedna.runtime import (
-    PODS,
     ControllerContext,
     PodWant,
     PodWorkloadController,
@@ -44,7 +43,11 @@ class ReidJobController(PodWorkloadController):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx, RESOURCE, label="reid job", job_style=True)
         self.reports = WorkerReports(
-            ctx, RESOURCE, self.owners, ctx.informers.informer(PODS), record_in_latest_condition
+            ctx,
+            RESOURCE,
+            self.owners,
+            ctx.informers.worker_pods(RESOURCE),
+            record_in_latest_condition,
         )
 
     def plan(self, owner: Mapping[str, Any]) -> WorkloadPlan:

@@ -22,7 +22,6 @@ from typing import Any
 
 from sedna.runtime import (
     MODELS,
-    PODS,
     ControllerContext,
     PodWant,
     PodWorkloadController,
@@ -58,7 +57,11 @@ class VideoAnalyticsJobController(PodWorkloadController):
         self.models = ctx.informers.informer(MODELS)
         enqueue_on_model(self.models, self.owners, _model_name, self.enqueue)
         self.reports = WorkerReports(
-            ctx, RESOURCE, self.owners, ctx.informers.informer(PODS), record_in_latest_condition
+            ctx,
+            RESOURCE,
+            self.owners,
+            ctx.informers.worker_pods(RESOURCE),
+            record_in_latest_condition,
         )
 
     def plan(self, owner: Mapping[str, Any]) -> WorkloadPlan:
