@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from sedna.embedded.apiserver import APIServer
-from sedna.runtime import PODS, FakeClock
+from sedna.runtime import FakeClock, sedna_resource
+from sedna.runtime.kube import SEDNA_KINDS
 
 from .helpers import Api, fixed_sample, model, reid_job, video_analytics_job, wait_until
 
@@ -54,7 +55,9 @@ def test_a_lost_create_answer_makes_no_second_pod(
     try:
         gm = make_gm(features=[feature], clock=clock)
         assert gm.manager is not None
-        gm.manager.container.informers().informer(PODS).stop(5.0)
+        # the feature's own (label-scoped) pod informer is the cache its syncs read
+        plural = {k: p for p, k in SEDNA_KINDS.items()}[kind]
+        gm.manager.container.informers().worker_pods(sedna_resource(plural)).stop(5.0)
         controller = next(f.controller for f in gm.manager.features if f.name == feature)
         # every bare pod's first create commits, and the GM hears 504
         rule = faults.fail(
