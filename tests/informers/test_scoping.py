@@ -79,6 +79,8 @@ def test_a_pod_relabelled_into_scope_is_added_and_one_relabelled_out_is_deleted(
 
     pods.patch(namespace, "p", {"metadata": {"labels": {IL_NAME: "job"}}})
     wait_until(lambda: inf.lister.get(namespace, "p") is not None, what="relabelled in")
+    # handlers run after the store is updated: wait for the event too
+    wait_until(lambda: len(rec.events) == 1, what="the add")
     assert rec.ops() == [("add", "p")]
 
     pods.patch(namespace, "p", {"metadata": {"labels": {IL_NAME: None}}})
@@ -89,6 +91,7 @@ def test_a_pod_relabelled_into_scope_is_added_and_one_relabelled_out_is_deleted(
     # and back in again after a relist (a restart) as well
     pods.patch(namespace, "p", {"metadata": {"labels": {IL_NAME: "again"}}})
     wait_until(lambda: inf.lister.get(namespace, "p") is not None, what="in again")
+    wait_until(lambda: len(rec.events) == 3, what="the add again")
     assert rec.ops()[-1] == ("add", "p")
 
 
