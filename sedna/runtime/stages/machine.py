@@ -403,24 +403,15 @@ class StageMachine(Controller):
         rejects them with a reason.
         """
         cached = self.jobs.lister.get(msg.namespace, msg.name)
-        conds = C.conditions_of(cached) if cached is not None else []
-        if not conds or not isinstance(msg.content, Mapping):
+        if cached is None or not _behind(C.conditions_of(cached), msg.content):
             return False
-        stage = str(msg.content.get("phase") or "").capitalize()
-        rank = _REPORT_RANK.get(str(msg.content.get("status") or "").lower())
-        if stage not in (C.TRAIN, C.EVAL, C.DEPLOY) or rank is None:
-            return False
-        starts = [
-            i
-            for i, c in enumerate(conds)
-            if c.get("stage") == C.TRAIN and c.get("type") == C.WAITING
-        ]
-        this_round = conds[starts[-1] :] if starts else conds
-        mine = [c for c in this_round if c.get("stage") == stage]
-        if not mine:
-            return C.NEXT_STAGE.get(stage) == conds[-1].get("stage")
-        last = _CONDITION_RANK.get(str(mine[-1].get("type") or ""), 0)
-        return rank < last or rank == last == _FINAL_RANK
+        # The cache may lag the API (the LC can answer a condition written a moment ago):
+        # a report is skipped only if the job as stored says so too.
+        try:
+            fresh = self.jobs_client.get(msg.namespace, msg.name)
+        except ApiError:
+            return False  # the handler reads the job again and says why
+        return _behind(C.conditions_of(fresh), msg.content)
 
     def handle_report(self, msg: UpstreamMessage) -> None:
         """An LC's status report: append it as a condition; bad reports only get logged."""
@@ -1071,3 +1062,22 @@ class _DependencyHandler:
 
     def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         pass
+
+
+def _behind(conds: list[Obj], content: Any) -> bool:
+    """Whether a report (`content`) is behind the job's conditions (see `stale_report`)."""
+    if not conds or not isinstance(content, Mapping):
+        return False
+    stage = str(content.get("phase") or "").capitalize()
+    rank = _REPORT_RANK.get(str(content.get("status") or "").lower())
+    if stage not in (C.TRAIN, C.EVAL, C.DEPLOY) or rank is None:
+        return False
+    starts = [
+        i for i, c in enumerate(conds) if c.get("stage") == C.TRAIN and c.get("type") == C.WAITING
+    ]
+    this_round = conds[starts[-1] :] if starts else conds
+    mine = [c for c in this_round if c.get("stage") == stage]
+    if not mine:
+        return C.NEXT_STAGE.get(stage) == conds[-1].get("stage")
+    last = _CONDITION_RANK.get(str(mine[-1].get("type") or ""), 0)
+    return rank < last or rank == last == _FINAL_RANK
