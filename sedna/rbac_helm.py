@@ -124,7 +124,9 @@ rules:
 {_binding("Role", "{{ $watch }}")}{{{{- else }}}}
 {_binding("ClusterRole", "")}{{{{- end }}}}
 ---
-# In the GM's own namespace: the leader Lease and the LC token Secret, by name.
+# In the GM's own namespace: the leader Lease and the LC token Secrets (auth: node
+# watches them by label, which RBAC cannot express: keep this namespace for the GM;
+# auth: token reads the one shared Secret by name).
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
@@ -133,10 +135,16 @@ metadata:
   labels: {{{{- include "sedna-gm.labels" . | nindent 4 }}}}
 rules:
 {lease}
+  {{{{- if eq .Values.websocket.auth "node" }}}}
+  - apiGroups: [""]
+    resources: [secrets]
+    verbs: [list, watch]
+  {{{{- else if eq .Values.websocket.auth "token" }}}}
   - apiGroups: [""]
     resources: [secrets]
     resourceNames: [{{{{ include "sedna-gm.tokenSecret" . }}}}]
     verbs: [get]
+  {{{{- end }}}}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding

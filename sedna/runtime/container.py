@@ -26,7 +26,7 @@ from sedna.runtime.kube import (
     api_client_from_config,
 )
 from sedna.runtime.messaging import MessageLayer, file_token_provider, secret_token_provider
-from sedna.runtime.messaging.auth import NodeTokenProvider, node_token_provider
+from sedna.runtime.messaging.auth import NODE_LABEL, NodeTokenProvider, node_token_provider
 from sedna.runtime.metrics import Metrics
 from sedna.runtime.upstream import UpstreamRegistry
 from sedna.runtime.workers import WorkerRuntime
@@ -38,21 +38,30 @@ def _api_client(config: GMConfig) -> ApiClient:
     return api_client_from_config(config.kubeConfig, config.master)
 
 
-def _get_secret_of(kube: KubeClient) -> Callable[[str, str], Mapping[str, Any] | None]:
-    def get_secret(namespace: str, name: str) -> Mapping[str, Any] | None:
-        try:
-            return kube.resource(SECRETS).get(namespace, name)
-        except NotFound:
-            return None
+def _node_token_provider(
+    config: GMConfig, informers: SharedInformerFactory
+) -> NodeTokenProvider | None:
+    """Node tokens from a watch of the token Secrets, never one GET per connection.
 
-    return get_secret
-
-
-def _node_token_provider(config: GMConfig, kube: KubeClient) -> NodeTokenProvider | None:
+    A peer that dials with made-up node names then costs the API nothing, and only the
+    Secrets labelled `sedna.io/lc-node` are listed and cached. A handshake that comes
+    before the first list waits for it (bounded), so an LC that dials as the GM starts
+    is not refused for nothing.
+    """
     ws = config.websocket
     if ws.auth != "node":
         return None
-    return node_token_provider(_get_secret_of(kube), ws.nodeTokenNamespace)
+    secrets = informers.informer(
+        SECRETS, namespace=ws.nodeTokenNamespace, label_selector=NODE_LABEL
+    )
+    wait = float(ws.handshakeTimeoutSeconds)
+
+    def get_secret(namespace: str, name: str) -> Mapping[str, Any] | None:
+        if not secrets.has_synced() and not secrets.wait_for_sync(wait):
+            return None
+        return secrets.lister.get(namespace, name)
+
+    return node_token_provider(get_secret, ws.nodeTokenNamespace)
 
 
 def _node_addresses(config: GMConfig, kube: KubeClient) -> Callable[[str], list[str]] | None:
@@ -105,7 +114,7 @@ def _message_layer(
         metrics=metrics,
         upstream=upstream,
         token_provider=token_provider,
-        node_token_provider=_node_token_provider(config, kube),
+        node_token_provider=_node_token_provider(config, informers),
         node_addresses=_node_addresses(config, kube),
         clock=clock,
     )

@@ -14,8 +14,11 @@ from typing import Any
 import kubernetes
 import pytest
 import yaml
+from websockets.exceptions import InvalidStatus
 
 from sedna.embedded.crds import crd_manifests, dump, file_name
+from sedna.runtime.kube import KubeClient
+from sedna.tokens import issue_node_token
 from tests.cluster.helpers import (
     PROJECT,
     apply_in_order,
@@ -26,6 +29,7 @@ from tests.cluster.helpers import (
     run,
 )
 from tests.framework.test_cli_run import GM
+from tests.messaging.helpers import FakeLC
 from tests.support.waiting import wait_until
 
 CHART = PROJECT / "config" / "helm" / "sedna-gm"
@@ -109,10 +113,11 @@ def test_rendered_chart_applies_to_an_empty_cluster() -> None:
     kinds = [d["kind"] for d in docs]
     for kind in (
         "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-        "Role", "RoleBinding", "Secret", "ConfigMap", "Service", "Deployment",
+        "Role", "RoleBinding", "ConfigMap", "Service", "Deployment",
         "PodDisruptionBudget", "ServiceMonitor", "NetworkPolicy", "PrometheusRule",
     ):  # fmt: skip
         assert kind in kinds, kind
+    assert "Secret" not in kinds  # auth: node, the default: each node's token is issued
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "sedna"}}
     with fresh_server() as client:
         rules_crd = operator_crd("PrometheusRule", "prometheusrules")
@@ -148,7 +153,8 @@ def test_values_switch_features_namespace_and_token() -> None:
     )  # fmt: skip
     off = [arg for f in pod_features for arg in ("--set", f"features.{f}.enabled=false")]
     docs = template(
-        *off, "--set", "config.namespace=ai", "--set", "websocket.token.existingSecret=mine",
+        *off, "--set", "config.namespace=ai", "--set", "websocket.auth=token",
+        "--set", "websocket.token.existingSecret=mine",
     )  # fmt: skip
     assert not [d for d in docs if d["kind"] == "Secret"]
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
@@ -183,7 +189,7 @@ def _readyz(port: int) -> tuple[int, str]:
 def test_a_gm_on_the_charts_gm_yaml_gets_ready_once_its_token_secret_exists(
     apiserver: Any, api_client: kubernetes.client.ApiClient, namespace: str, tmp_path: Path
 ) -> None:
-    docs = template("--set", f"config.namespace={namespace}")
+    docs = template("--set", f"config.namespace={namespace}", "--set", "websocket.auth=token")
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
     gm = yaml.safe_load(cm["data"]["gm.yaml"])
     # Only what the cluster gives a pod differs: the API server and the local ports.
@@ -209,5 +215,64 @@ def test_a_gm_on_the_charts_gm_yaml_gets_ready_once_its_token_secret_exists(
         wait_until(lambda: _readyz(port)[0] == 200, 15, "readiness once the chart's Secret exists")
         token = base64.b64decode(secret["data"]["token"]).decode()
         assert len(token) == 48
+    finally:
+        process.kill()
+
+
+@needs_helm
+def test_the_charts_default_takes_one_token_per_node_watched_not_read_per_dial(
+    apiserver: Any,
+    api_client: kubernetes.client.ApiClient,
+    api_calls: Any,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    """`auth: node` by default: ready with no Secret at all; a token that `token create`
+    issues once the GM runs is taken at once (a watch, by label), proves its node only,
+    and dials with made-up node names cost the API nothing (no GET per handshake)."""
+    docs = template("--set", f"config.namespace={namespace}")
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    gm = yaml.safe_load(cm["data"]["gm.yaml"])
+    assert gm["websocket"]["auth"] == "node"
+    assert gm["websocket"]["nodeTokenNamespace"] == "sedna"  # the release's namespace
+    (self_role,) = [d for d in docs if d["metadata"]["name"] == "sedna-gm-self"
+                    and d["kind"] == "Role"]  # fmt: skip
+    assert {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list", "watch"]} in (
+        self_role["rules"]
+    )
+    kubeconfig = tmp_path / "kubeconfig"
+    apiserver.write_kubeconfig(kubeconfig)
+    gm["kubeConfig"] = str(kubeconfig)
+    gm["websocket"].update(address="127.0.0.1", port=0, nodeTokenNamespace=namespace)
+    gm["metrics"].update(address="127.0.0.1", port=0)
+    gm["leaderElection"]["leaseNamespace"] = namespace
+    process = GM(gm, tmp_path)
+    try:
+        port = int(process.until(r"serving /metrics.* on 127\.0\.0\.1:(\d+)")[1])
+        ws_port = int(process.until(r"LC websocket server listening on ws://127\.0\.0\.1:(\d+)")[1])
+        wait_until(lambda: _readyz(port)[0] == 200, 15, "readiness without any token Secret")
+        kube = KubeClient(api_client)
+        token = issue_node_token(kube, "edge-node", namespace)
+        other = issue_node_token(kube, "node-b", namespace)
+
+        def dials() -> bool:
+            try:
+                FakeLC(ws_port, "edge-node", token=token).ws.close()
+            except InvalidStatus:
+                return False
+            return True
+
+        wait_until(dials, 10, "edge-node's LC taken with its issued token")
+        for node, tok in (("edge-node", other), ("edge-node", None), ("node-b", token)):
+            with pytest.raises(InvalidStatus) as refused:
+                FakeLC(ws_port, node, token=tok)
+            assert refused.value.response.status_code == 401
+        for i in range(20):
+            with pytest.raises(InvalidStatus):
+                FakeLC(ws_port, f"made-up-{i}", token="x")
+        secret_calls = {c.verb for c in api_calls.calls() if c.resource == "secrets"
+                        and c.namespace == namespace}  # fmt: skip
+        assert "list" in secret_calls and "watch" in secret_calls
+        assert "get" not in secret_calls
     finally:
         process.kill()

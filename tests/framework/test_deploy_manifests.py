@@ -42,7 +42,7 @@ def test_configmap_gm_yaml_is_valid(tmp_path: Path) -> None:
     path.write_text(cm["data"]["gm.yaml"])
     config = load_config(path, {})
     assert config.leaderElection.enabled
-    assert config.websocket.auth == "token" and config.websocket.tokenSecret
+    assert config.websocket.auth == "node" and config.websocket.nodeTokenNamespace == "sedna"
     load_plugins(config, source="configmap gm.yaml")
     # The Deployment's probes and ports match what the GM serves.
     (deploy,) = [d for d in docs(DEPLOY) if d["kind"] == "Deployment"]

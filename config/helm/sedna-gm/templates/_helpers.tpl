@@ -28,6 +28,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $ws := dict "address" "0.0.0.0" "port" (int .Values.websocket.port) "auth" .Values.websocket.auth "allowPlainCredentials" .Values.websocket.allowPlainCredentials -}}
 {{- if eq .Values.websocket.auth "token" -}}
 {{- $_ := set $ws "tokenSecret" (printf "%s/%s" .Release.Namespace (include "sedna-gm.tokenSecret" .)) -}}
+{{- else if eq .Values.websocket.auth "node" -}}
+{{- $_ := set $ws "nodeTokenNamespace" .Release.Namespace -}}
 {{- end -}}
 {{- if .Values.websocket.tls.secretName -}}
 {{- $_ := set $ws "tls" (dict "certFile" "/tls/tls.crt" "keyFile" "/tls/tls.key") -}}
