@@ -33,7 +33,8 @@ the controllers' initial list resends every object.
 Accounting: every frame an LC sends, except its initial bare header, ends in exactly
 one of lc_messages_received{kind} (handed to a handler) or
 lc_messages_rejected{reason}. Refused handshakes are counted under the reasons
-`unauthorized` and `missing_node_name`.
+`unauthorized` and `missing_node_name`; a connection cut off because LCs together
+buffer more than `maxBufferedBytes` (`budget`) counts once under `buffer_full`.
 """
 
 from __future__ import annotations
@@ -65,12 +66,14 @@ from sedna.runtime.messaging.auth import (
     server_ssl_context,
     token_valid,
 )
+from sedna.runtime.messaging.budget import FrameBudget
 from sedna.runtime.messaging.forgetting import (
     ForgetReason,
     IdleSweeper,
     NodeDeletionHandler,
 )
 from sedna.runtime.messaging.log_limit import LogLimiter
+from sedna.runtime.messaging.metered import MeteredConnection, metered_connection_class
 from sedna.runtime.messaging.queues import NodeQueue, Outgoing, QueueRetired
 from sedna.runtime.messaging.routes import PendingReports, RouteTable, key_of
 from sedna.runtime.messaging.upstream import DEFAULT_BACKLOG, Dispatch, UpstreamDispatcher
@@ -188,6 +191,7 @@ class MessageLayer:
         self._reject_log = LogLimiter(burst=5, window=self._reject_log_window)
         self._tls = settings.tls.enabled
         self._limit = settings.maxFrameBytes
+        self._budget = FrameBudget(settings.maxBufferedBytes, metrics.lc_buffered_bytes)
         self._auth_mode = settings.auth
         self._auth_required = settings.auth in ("token", "node")
         self._node_tokens = node_token_provider
@@ -349,9 +353,10 @@ class MessageLayer:
                 process_request=self._process_request,
                 ssl=ssl_ctx,
                 max_size=self._limit * _OVERSIZE_FACTOR,
-                # One frame waits while the next is read: with maxConnections this bounds
-                # what all LCs together can make the GM buffer (websocket.maxConnections).
+                # One frame waits while the next is read; what all LCs together make
+                # the GM buffer is capped by the budget (websocket.maxBufferedBytes).
                 max_queue=1,
+                create_connection=metered_connection_class(self._budget, self._refused_over_budget),
                 # Go's LC never negotiates permessage-deflate; keep frames as Go sends them.
                 compression=None,
                 server_header="sedna-gm",
@@ -895,8 +900,10 @@ class MessageLayer:
             )
 
     async def _read_loop(self, conn: _Connection) -> None:
+        ws = conn.ws
+        metered = ws if isinstance(ws, MeteredConnection) else None
         try:
-            async for data in conn.ws:
+            async for data in ws:
                 try:
                     self._on_frame(conn.node, data)
                 except Exception as exc:  # a bug here must not cost the node its connection
@@ -907,8 +914,31 @@ class MessageLayer:
                         f"the frame could not be handled ({type(exc).__name__})",
                         None,
                     )
+                finally:
+                    if metered is not None:
+                        metered.message_taken()
         except ConnectionClosed:
             pass
+
+    def _refused_over_budget(self, node: str, held: int, used: int, cap: int) -> None:
+        """The budget cut this node's connection off: count and log it (loop thread)."""
+        self._reject(
+            node or "-",
+            Reason.BUFFER_FULL,
+            f"LCs made the GM buffer {used} bytes, over websocket.maxBufferedBytes ({cap}); "
+            f"this connection held the most ({held} bytes) and is closed",
+            None,
+        )
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes LCs sent that the layer buffers now, not yet handled (lc_buffered_bytes)."""
+        return self._budget.used
+
+    @property
+    def buffered_bytes_peak(self) -> int:
+        """The most the layer buffered at once after enforcing websocket.maxBufferedBytes."""
+        return self._budget.peak
 
     def _reject(self, node: str, reason: Reason, detail: str, header: Header | None) -> None:
         self._metrics.lc_messages_rejected.labels(reason=reason.value).inc()
