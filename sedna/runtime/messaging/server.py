@@ -189,6 +189,9 @@ class MessageLayer:
         self._sweeper: IdleSweeper | None = None
         self._reject_log_window = 60.0
         self._reject_log = LogLimiter(burst=5, window=self._reject_log_window)
+        # A stalled node's queue drops on every send; a line for each would make every
+        # controller that sends pay for that node (300 lines for one burst of 360 sends).
+        self._drop_log = LogLimiter(burst=5, window=self._reject_log_window)
         self._tls = settings.tls.enabled
         self._limit = settings.maxFrameBytes
         self._budget = FrameBudget(settings.maxBufferedBytes, metrics.lc_buffered_bytes)
@@ -426,15 +429,30 @@ class MessageLayer:
         self._route(node_name, header)
         if dropped is not None:
             self._metrics.lc_messages_dropped.labels(kind=dropped.header.kind).inc()
+            if self._admit_drop_line(node_name):
+                logger.warning(
+                    "queue of node {} is full ({} messages): dropped the oldest, {} {} {}/{}",
+                    node_name,
+                    self._settings.maxQueuePerNode,
+                    dropped.header.operation,
+                    dropped.header.kind,
+                    dropped.header.namespace,
+                    dropped.header.name,
+                )
+
+    def _admit_drop_line(self, node: str) -> bool:
+        """Drops are counted one by one (lc_messages_dropped_total) but logged at most a few
+        times per node and minute, with a summary of the lines left out."""
+        admitted, suppressed = self._drop_log.admit(node, "dropped")
+        if suppressed:
             logger.warning(
-                "queue of node {} is full ({} messages): dropped the oldest, {} {} {}/{}",
-                node_name,
-                self._settings.maxQueuePerNode,
-                dropped.header.operation,
-                dropped.header.kind,
-                dropped.header.namespace,
-                dropped.header.name,
+                "queue of node {} is full: {} more message(s) dropped in the last {:.0f} s, "
+                "not logged (lc_messages_dropped_total counts them all)",
+                node,
+                suppressed,
+                self._reject_log_window,
             )
+        return admitted
 
     def _route(self, node: str, header: Header) -> None:
         """Every downstream send is routing: reports on this object from this node are allowed
@@ -890,6 +908,8 @@ class MessageLayer:
         dropped = q.requeue(msg)
         if dropped is not None:
             self._metrics.lc_messages_dropped.labels(kind=dropped.header.kind).inc()
+            if not self._admit_drop_line(q.node):
+                return
             logger.warning(
                 "queue of node {} is full: dropped {} {} {}/{} after a failed write",
                 q.node,
