@@ -60,7 +60,7 @@ class HalfFrame:
 
 
 def test_many_half_sent_frames_cannot_push_the_buffer_past_the_cap(
-    make_layer: LayerFactory, metrics: Metrics
+    make_layer: LayerFactory, metrics: Metrics, logs: list[str]
 ) -> None:
     layer = make_layer(maxFrameBytes=FRAME_LIMIT, maxBufferedBytes=CAP)
     reports: list[UpstreamMessage] = []
@@ -84,6 +84,9 @@ def test_many_half_sent_frames_cannot_push_the_buffer_past_the_cap(
         assert layer.buffered_bytes_peak >= SENT  # the counter did count the half frames
         assert sample(metrics, "lc_buffered_bytes") <= CAP
         assert "good" in layer.connected_nodes()
+        refusals = [line for line in logs if "(buffer_full)" in line]
+        assert refusals and all("node hostile-" in line for line in refusals), refusals
+        assert len(refusals) <= 5 * len(hostile)  # rate-limited per node
 
         layer.send("good", "insert", obj("Model", "still-served"))
         assert good.recv().header["resourceName"] == "still-served"
