@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 ENV_PREFIX = "SEDNA_GM_"
 
@@ -57,8 +57,7 @@ class WebsocketConfig(_Section):
     handshakeTimeoutSeconds: float = Field(default=10.0, gt=0, allow_inf_nan=False)
     # the longest the message layer holds a shutdown (SIGTERM), slow peers included
     shutdownGraceSeconds: float = Field(default=5.0, gt=0, allow_inf_nan=False)
-    # connected LCs at most; with max frame size this caps what LCs can make the GM buffer
-    # (maxConnections x 2 frames x 4 x maxFrameBytes)
+    # connected LCs at most (what they may make the GM buffer is maxBufferedBytes)
     maxConnections: int = Field(default=2000, gt=0)
     # accept a Node-Name only from one of that Node's status.addresses; off by default,
     # since NAT and proxies hide the node's own address (binds identity for auth: none)
@@ -66,6 +65,9 @@ class WebsocketConfig(_Section):
     tls: TLSConfig = Field(default_factory=TLSConfig)
     allowPlainCredentials: bool = False
     maxFrameBytes: int = Field(default=1024 * 1024, gt=0)
+    # bytes all LCs together may make the GM buffer (frames received, not yet handled);
+    # over it the connection holding the most is refused (lc_buffered_bytes)
+    maxBufferedBytes: int = Field(default=64 * 1024 * 1024, gt=0)
     maxQueuePerNode: int = Field(default=1000, gt=0)
     # accepted reports waiting per node and kind; beyond, the oldest is dropped (counted)
     maxReportsPerNode: int = Field(default=1000, gt=0)
@@ -88,6 +90,16 @@ class WebsocketConfig(_Section):
     current state on their resync anyway. 0 keeps queues for ever (Sedna's behaviour).
     Strict: a quoted or boolean value is a typo, not a duration, and is refused.
     """
+
+    @model_validator(mode="after")
+    def _buffer_holds_two_frames(self) -> WebsocketConfig:
+        # below two frames, one LC's legal frame could refuse another LC's
+        if self.maxBufferedBytes < 2 * self.maxFrameBytes:
+            raise ValueError(
+                f"maxBufferedBytes ({self.maxBufferedBytes}) must be at least twice "
+                f"maxFrameBytes ({self.maxFrameBytes})"
+            )
+        return self
 
 
 class ServerRef(_Section):

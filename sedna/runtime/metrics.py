@@ -62,6 +62,11 @@ class Metrics:
         self.lc_queues_forgotten = Counter(
             "lc_queues_forgotten", "Per-node downstream queues forgotten", ["reason"], registry=r
         )
+        self.lc_buffered_bytes = Gauge(
+            "lc_buffered_bytes",
+            "Bytes LCs sent that the GM buffers, not yet handled (websocket.maxBufferedBytes)",
+            registry=r,
+        )
         self.lc_queue_depth = Gauge(
             "lc_queue_depth", "Downstream messages waiting per node", ["node"], registry=r
         )

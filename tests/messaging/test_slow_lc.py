@@ -3,11 +3,17 @@
 The stalled LC keeps its connection open and reads nothing, so once the socket buffers
 are full the GM's write to it cannot complete; everything sent to it after that waits
 in its node queue, which drops the oldest at `maxQueuePerNode`.
+
+The fast LC's messages are sent one at a time, each received before the next: the bound
+applies to the fast node too, and a burst of sixty messages to it could overrun a
+bound of twenty whenever the loop thread gets no CPU for a moment (that was the
+intermittent failure of an earlier version of this test: the fast node's own oldest
+messages were dropped, as the bound says, on a loaded machine).
 """
 
 from __future__ import annotations
 
-import pytest
+from loguru import logger
 from websockets.sync.client import connect
 
 from sedna.runtime.metrics import Metrics
@@ -19,12 +25,6 @@ BOUND = 20
 BIG = "x" * 64 * 1024  # 64 KiB per message: a few dozen fill the socket buffers
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="intermittent: in 2 of 14 runs on a loaded machine the fast LC got no message "
-    "for 10-30 s while the other LC was stalled; not yet explained (a stall in the layer "
-    "or in the test's clients)",
-)
 def test_a_stalled_lc_has_a_bounded_queue_and_the_others_get_everything(
     make_layer: LayerFactory, metrics: Metrics
 ) -> None:
@@ -48,8 +48,7 @@ def test_a_stalled_lc_has_a_bounded_queue_and_the_others_get_everything(
         layer.send("stalled", "insert", obj("Model", f"s{i}", blob=BIG))
         if i % 6 == 0:
             layer.send("fast", "insert", obj("Model", f"f{i}"))
-    got = [r.header["resourceName"] for r in fast.recv_all(sent // 6, timeout=30)]
-    assert got == [f"f{i}" for i in range(0, sent, 6)]
+            assert fast.recv(timeout=30).header["resourceName"] == f"f{i}"
 
     assert layer.queue_depth("stalled") <= BOUND
     wait_until(
@@ -65,3 +64,22 @@ def test_a_stalled_lc_has_a_bounded_queue_and_the_others_get_everything(
     assert layer.queue_depth("stalled") <= BOUND
     stalled.close()
     fast.close()
+
+
+def test_drops_of_one_node_are_counted_one_by_one_and_logged_a_few_times(
+    make_layer: LayerFactory, metrics: Metrics
+) -> None:
+    """A stalled node's queue drops on every send: each drop used to cost the sending
+    controller a log line (300 for one burst), a price every other node paid too."""
+    layer = make_layer(maxQueuePerNode=5)
+    lines: list[str] = []
+    sink = logger.add(lambda m: lines.append(str(m)), level="WARNING", format="{message}")
+    try:
+        for i in range(300):
+            layer.send("away", "insert", obj("Model", f"m{i}"))
+    finally:
+        logger.remove(sink)
+    assert sample(metrics, "lc_messages_dropped_total", kind="model") == 295
+    assert layer.queue_depth("away") == 5
+    dropped_lines = [line for line in lines if "queue of node away is full" in line]
+    assert 1 <= len(dropped_lines) <= 5, dropped_lines

@@ -33,7 +33,8 @@ the controllers' initial list resends every object.
 Accounting: every frame an LC sends, except its initial bare header, ends in exactly
 one of lc_messages_received{kind} (handed to a handler) or
 lc_messages_rejected{reason}. Refused handshakes are counted under the reasons
-`unauthorized` and `missing_node_name`.
+`unauthorized` and `missing_node_name`; a connection cut off because LCs together
+buffer more than `maxBufferedBytes` (`budget`) counts once under `buffer_full`.
 """
 
 from __future__ import annotations
@@ -65,12 +66,14 @@ from sedna.runtime.messaging.auth import (
     server_ssl_context,
     token_valid,
 )
+from sedna.runtime.messaging.budget import FrameBudget
 from sedna.runtime.messaging.forgetting import (
     ForgetReason,
     IdleSweeper,
     NodeDeletionHandler,
 )
 from sedna.runtime.messaging.log_limit import LogLimiter
+from sedna.runtime.messaging.metered import MeteredConnection, metered_connection_class
 from sedna.runtime.messaging.queues import NodeQueue, Outgoing, QueueRetired
 from sedna.runtime.messaging.routes import PendingReports, RouteTable, key_of
 from sedna.runtime.messaging.upstream import DEFAULT_BACKLOG, Dispatch, UpstreamDispatcher
@@ -186,8 +189,12 @@ class MessageLayer:
         self._sweeper: IdleSweeper | None = None
         self._reject_log_window = 60.0
         self._reject_log = LogLimiter(burst=5, window=self._reject_log_window)
+        # A stalled node's queue drops on every send; a line for each would make every
+        # controller that sends pay for that node (300 lines for one burst of 360 sends).
+        self._drop_log = LogLimiter(burst=5, window=self._reject_log_window)
         self._tls = settings.tls.enabled
         self._limit = settings.maxFrameBytes
+        self._budget = FrameBudget(settings.maxBufferedBytes, metrics.lc_buffered_bytes)
         self._auth_mode = settings.auth
         self._auth_required = settings.auth in ("token", "node")
         self._node_tokens = node_token_provider
@@ -349,9 +356,10 @@ class MessageLayer:
                 process_request=self._process_request,
                 ssl=ssl_ctx,
                 max_size=self._limit * _OVERSIZE_FACTOR,
-                # One frame waits while the next is read: with maxConnections this bounds
-                # what all LCs together can make the GM buffer (websocket.maxConnections).
+                # One frame waits while the next is read; what all LCs together make
+                # the GM buffer is capped by the budget (websocket.maxBufferedBytes).
                 max_queue=1,
+                create_connection=metered_connection_class(self._budget, self._refused_over_budget),
                 # Go's LC never negotiates permessage-deflate; keep frames as Go sends them.
                 compression=None,
                 server_header="sedna-gm",
@@ -421,15 +429,30 @@ class MessageLayer:
         self._route(node_name, header)
         if dropped is not None:
             self._metrics.lc_messages_dropped.labels(kind=dropped.header.kind).inc()
+            if self._admit_drop_line(node_name):
+                logger.warning(
+                    "queue of node {} is full ({} messages): dropped the oldest, {} {} {}/{}",
+                    node_name,
+                    self._settings.maxQueuePerNode,
+                    dropped.header.operation,
+                    dropped.header.kind,
+                    dropped.header.namespace,
+                    dropped.header.name,
+                )
+
+    def _admit_drop_line(self, node: str) -> bool:
+        """Drops are counted one by one (lc_messages_dropped_total) but logged at most a few
+        times per node and minute, with a summary of the lines left out."""
+        admitted, suppressed = self._drop_log.admit(node, "dropped")
+        if suppressed:
             logger.warning(
-                "queue of node {} is full ({} messages): dropped the oldest, {} {} {}/{}",
-                node_name,
-                self._settings.maxQueuePerNode,
-                dropped.header.operation,
-                dropped.header.kind,
-                dropped.header.namespace,
-                dropped.header.name,
+                "queue of node {} is full: {} more message(s) dropped in the last {:.0f} s, "
+                "not logged (lc_messages_dropped_total counts them all)",
+                node,
+                suppressed,
+                self._reject_log_window,
             )
+        return admitted
 
     def _route(self, node: str, header: Header) -> None:
         """Every downstream send is routing: reports on this object from this node are allowed
@@ -885,6 +908,8 @@ class MessageLayer:
         dropped = q.requeue(msg)
         if dropped is not None:
             self._metrics.lc_messages_dropped.labels(kind=dropped.header.kind).inc()
+            if not self._admit_drop_line(q.node):
+                return
             logger.warning(
                 "queue of node {} is full: dropped {} {} {}/{} after a failed write",
                 q.node,
@@ -895,8 +920,10 @@ class MessageLayer:
             )
 
     async def _read_loop(self, conn: _Connection) -> None:
+        ws = conn.ws
+        metered = ws if isinstance(ws, MeteredConnection) else None
         try:
-            async for data in conn.ws:
+            async for data in ws:
                 try:
                     self._on_frame(conn.node, data)
                 except Exception as exc:  # a bug here must not cost the node its connection
@@ -907,8 +934,31 @@ class MessageLayer:
                         f"the frame could not be handled ({type(exc).__name__})",
                         None,
                     )
+                finally:
+                    if metered is not None:
+                        metered.message_taken()
         except ConnectionClosed:
             pass
+
+    def _refused_over_budget(self, node: str, held: int, used: int, cap: int) -> None:
+        """The budget cut this node's connection off: count and log it (loop thread)."""
+        self._reject(
+            node or "-",
+            Reason.BUFFER_FULL,
+            f"LCs made the GM buffer {used} bytes, over websocket.maxBufferedBytes ({cap}); "
+            f"this connection held the most ({held} bytes) and is closed",
+            None,
+        )
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes LCs sent that the layer buffers now, not yet handled (lc_buffered_bytes)."""
+        return self._budget.used
+
+    @property
+    def buffered_bytes_peak(self) -> int:
+        """The most the layer buffered at once after enforcing websocket.maxBufferedBytes."""
+        return self._budget.peak
 
     def _reject(self, node: str, reason: Reason, detail: str, header: Header | None) -> None:
         self._metrics.lc_messages_rejected.labels(reason=reason.value).inc()

@@ -1,0 +1,93 @@
+"""A websocket server connection that reports the bytes it buffers to a `FrameBudget`.
+
+What a connection holds of the peer's data is the library's read buffer (a frame in
+progress, the handshake before it) plus the data frames parsed but not yet taken by
+the layer's reader. The first is measured where it is (`protocol.reader.buffer`), the
+second is counted frame by frame as frames are parsed and message by message as the
+reader takes them, so the figure is exact rather than wire bytes in minus bytes out
+(which would drift with frame headers and control frames).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from websockets.asyncio.server import ServerConnection
+from websockets.frames import DATA_OPCODES, Frame
+from websockets.protocol import Event
+
+from sedna.runtime.messaging.budget import FrameBudget
+
+# node name (or "" before the handshake), bytes it held, sum then, cap
+RefusalHook = Callable[[str, int, int, int], None]
+
+
+class MeteredConnection(ServerConnection):
+    """Counts its buffered bytes into `budget`; refused when the budget says so."""
+
+    budget: FrameBudget
+    on_refused: RefusalHook
+    node_header = "Node-Name"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._queued = 0  # bytes of parsed data frames the reader has not taken
+        self._partial = 0  # bytes of the message whose last frame has not come yet
+        self._messages: deque[int] = deque()  # sizes of complete messages not taken
+        self._refused = False
+
+    def buffered_bytes(self) -> int:
+        return len(self.protocol.reader.buffer) + self._queued
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        super().data_received(data)
+        self._account()
+
+    def process_event(self, event: Event) -> None:
+        super().process_event(event)
+        if isinstance(event, Frame) and event.opcode in DATA_OPCODES:
+            size = len(event.data)
+            self._queued += size
+            self._partial += size
+            if event.fin:
+                self._messages.append(self._partial)
+                self._partial = 0
+
+    def message_taken(self) -> None:
+        """The layer's reader took the oldest waiting message and is done with it."""
+        if self._messages:
+            self._queued -= self._messages.popleft()
+        self._account()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self.budget.release(self)
+
+    def refuse_over_budget(self, held: int, used: int, cap: int) -> None:
+        self._refused = True
+        request = self.request
+        node = request.headers.get(self.node_header, "").strip() if request is not None else ""
+        self.on_refused(node, held, used, cap)
+        self.transport.abort()
+
+    def _account(self) -> None:
+        if not self._refused:
+            self.budget.update(self, self.buffered_bytes())
+
+
+def metered_connection_class(
+    budget: FrameBudget, on_refused: RefusalHook
+) -> type[MeteredConnection]:
+    """A MeteredConnection subclass bound to one server's budget (websockets builds the
+    connections itself, from a class)."""
+
+    class _Metered(MeteredConnection):
+        pass
+
+    _Metered.budget = budget
+    _Metered.on_refused = staticmethod(on_refused)
+    return _Metered

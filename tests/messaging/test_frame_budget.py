@@ -1,0 +1,130 @@
+"""One cap on what all LCs together make the GM buffer (websocket.maxBufferedBytes).
+
+Hostile peers open a websocket, announce a large text frame and send most of it, then
+nothing: each connection alone stays under the library's message limit, so only the
+global budget stands between them and the GM's memory. The budget refuses the peer
+that holds the most, and a well-behaved LC keeps reporting and receiving throughout.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import socket
+import struct
+
+import pytest
+
+from sedna.runtime.config import WebsocketConfig
+from sedna.runtime.messaging import UpstreamMessage
+from sedna.runtime.metrics import Metrics
+
+from .conftest import LayerFactory
+from .helpers import FakeLC, obj, sample, wait_until
+
+FRAME_LIMIT = 256 * 1024  # websocket.maxFrameBytes; the library's limit is 4x that
+CAP = 1024 * 1024  # websocket.maxBufferedBytes
+ANNOUNCED = 900 * 1024  # under the library's 1 MiB limit: it buffers all of it
+SENT = 600 * 1024
+
+
+class HalfFrame:
+    """A websocket client that announces a text frame and sends only part of it."""
+
+    def __init__(self, port: int, node: str) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(
+            (
+                f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                f"Sec-WebSocket-Version: 13\r\nNode-Name: {node}\r\n\r\n"
+            ).encode()
+        )
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = self.sock.recv(4096)
+            assert chunk, "the server closed the handshake"
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 101"), answer[:80]
+
+    def send_part(self, announced: int, sent: int) -> None:
+        header = bytes([0x81, 0x80 | 127]) + struct.pack("!Q", announced) + os.urandom(4)
+        # refused (reset) while sending: what the budget does to the largest holder
+        with contextlib.suppress(OSError):
+            self.sock.sendall(header + b"a" * sent)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_many_half_sent_frames_cannot_push_the_buffer_past_the_cap(
+    make_layer: LayerFactory, metrics: Metrics, logs: list[str]
+) -> None:
+    layer = make_layer(maxFrameBytes=FRAME_LIMIT, maxBufferedBytes=CAP)
+    reports: list[UpstreamMessage] = []
+    layer.register_upstream("Dataset", reports.append)
+    good = FakeLC(layer.port, "good")
+    wait_until(lambda: layer.connected_nodes() == ["good"], what="the good LC connected")
+
+    hostile = [HalfFrame(layer.port, f"hostile-{i}") for i in range(8)]
+    try:
+        for i, peer in enumerate(hostile):
+            peer.send_part(ANNOUNCED, SENT)
+            good.send_status("Dataset", "default", f"ds-{i}", {"numberOfSamples": i})
+        # 8 x 600 KiB were sent; at most the cap is held, and the holders paid for it
+        wait_until(
+            lambda: sample(metrics, "lc_messages_rejected_total", reason="buffer_full") >= 4,
+            what="the largest holders refused",
+        )
+        wait_until(lambda: len(reports) == len(hostile), what="every report of the good LC")
+        assert [r.content["numberOfSamples"] for r in reports] == list(range(len(hostile)))
+        assert layer.buffered_bytes_peak <= CAP
+        assert layer.buffered_bytes_peak >= SENT  # the counter did count the half frames
+        assert sample(metrics, "lc_buffered_bytes") <= CAP
+        assert "good" in layer.connected_nodes()
+        refusals = [line for line in logs if "(buffer_full)" in line]
+        assert refusals and all("node hostile-" in line for line in refusals), refusals
+        assert len(refusals) <= 5 * len(hostile)  # rate-limited per node
+
+        layer.send("good", "insert", obj("Model", "still-served"))
+        assert good.recv().header["resourceName"] == "still-served"
+    finally:
+        for peer in hostile:
+            peer.close()
+    wait_until(lambda: layer.buffered_bytes == 0, what="the hostile peers' bytes released")
+    assert sample(metrics, "lc_buffered_bytes") == 0
+    good.close()
+
+
+def test_a_half_sent_frame_is_counted_until_its_peer_goes(make_layer: LayerFactory) -> None:
+    layer = make_layer(maxFrameBytes=FRAME_LIMIT, maxBufferedBytes=CAP)
+    peer = HalfFrame(layer.port, "slow")
+    peer.send_part(ANNOUNCED, SENT)
+    wait_until(lambda: layer.buffered_bytes >= SENT, what="the half frame counted")
+    assert layer.buffered_bytes <= SENT + 64  # the frame's header at most besides
+    assert layer.connected_nodes() == ["slow"]  # under the cap: nobody is refused
+    peer.close()
+    wait_until(lambda: layer.buffered_bytes == 0, what="its bytes released")
+
+
+def test_handled_frames_give_their_bytes_back(make_layer: LayerFactory, metrics: Metrics) -> None:
+    """Thousands of frames through one connection leave nothing counted (no drift)."""
+    layer = make_layer(maxFrameBytes=FRAME_LIMIT, maxBufferedBytes=CAP)
+    reports: list[UpstreamMessage] = []
+    layer.register_upstream("Dataset", reports.append)
+    lc = FakeLC(layer.port, "busy")
+    blob = "y" * 20_000
+    for i in range(2000):
+        lc.send_status("Dataset", "default", f"ds-{i % 50}", {"n": i, "blob": blob})
+    wait_until(lambda: len(reports) == 2000, timeout=30, what="every report handled")
+    wait_until(lambda: layer.buffered_bytes == 0, what="nothing left counted")
+    assert sample(metrics, "lc_messages_rejected_total", reason="buffer_full") == 0
+    assert layer.buffered_bytes_peak > 0
+    lc.close()
+
+
+def test_the_cap_must_hold_two_frames() -> None:
+    with pytest.raises(ValueError, match="maxBufferedBytes"):
+        WebsocketConfig(maxFrameBytes=FRAME_LIMIT, maxBufferedBytes=FRAME_LIMIT)
