@@ -194,8 +194,31 @@ def _profiled_threads() -> Callable[[], Any]:
     return merged
 
 
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds of each live thread of this process by name (numbered when repeated)."""
+    out: dict[str, float] = {}
+    for t in threading.enumerate():
+        try:
+            fields = Path(f"/proc/self/task/{t.native_id}/stat").read_text().rsplit(")", 1)[1]
+        except OSError:
+            continue
+        f = fields.split()
+        name = t.name
+        while name in out:
+            name += "+"
+        out[name] = (int(f[11]) + int(f[12])) / TICK
+    return out
+
+
 def _run_gm(
-    url: str, ns: str, variant: str, workers: int, ready_q: Any, stop: Any, profile: str
+    url: str,
+    ns: str,
+    variant: str,
+    workers: int,
+    ready_q: Any,
+    stop: Any,
+    profile: str,
+    threads_out: str = "",
 ) -> None:
     if variant == "gm-mutation-detector":
         os.environ["SEDNA_CACHE_MUTATION_DETECTOR"] = "1"
@@ -235,8 +258,13 @@ def _run_gm(
         config, container=container, extra_plugins={il_plugin.FEATURE_NAME: il_plugin}
     )
     manager.start()
+    before = _thread_cpu()
     ready_q.put(os.getpid())
     stop.wait()
+    if threads_out:
+        after = _thread_cpu()
+        used = {n: round(c - before.get(n, 0.0), 4) for n, c in after.items()}
+        Path(threads_out).write_text(json.dumps(used))
     manager.stop()
     if merged is not None:
         merged().dump_stats(profile)
@@ -312,7 +340,14 @@ def _waiting_condition() -> dict[str, Any]:
 
 
 def _controller(
-    url: str, ns: str, variant: str, workers: int, ready_q: Any, stop: Any, profile: str
+    url: str,
+    ns: str,
+    variant: str,
+    workers: int,
+    ready_q: Any,
+    stop: Any,
+    profile: str,
+    threads_out: str = "",
 ) -> None:
     sys.path.insert(0, str(BENCH))
     if variant == "lean":
@@ -322,7 +357,7 @@ def _controller(
 
         kopf_baseline.run_operator(url, ns, workers, ready_q, stop)
     else:
-        _run_gm(url, ns, variant, workers, ready_q, stop, profile)
+        _run_gm(url, ns, variant, workers, ready_q, stop, profile, threads_out)
 
 
 # -- measuring -----------------------------------------------------------------------
@@ -382,8 +417,10 @@ def _run_variant(
     _prepare(url, ns)
     ready_q, done_q, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
     profile = args.profile_out if args.profile else ""
+    threads_out = f"/tmp/bench-threads-{os.getpid()}.json" if args.threads else ""
     proc = ctx.Process(
-        target=_controller, args=(url, ns, variant, args.workers, ready_q, stop, profile)
+        target=_controller,
+        args=(url, ns, variant, args.workers, ready_q, stop, profile, threads_out),
     )
     proc.start()
     try:
@@ -431,6 +468,10 @@ def _run_variant(
     if proc.is_alive():
         proc.kill()
     done = args.jobs if finished else progress.count()
+    per_thread: dict[str, float] = {}
+    if threads_out and os.path.exists(threads_out):
+        per_thread = json.loads(Path(threads_out).read_text())
+        os.unlink(threads_out)
     time.sleep(0.5)  # queued events (recorder, kopf's posting) reach the server
     events = len(kube.resource(EVENTS).list(ns)["items"])
     wall = end - first
@@ -446,6 +487,17 @@ def _run_variant(
         "writer_jobs_per_s": round(args.jobs / (last_write - first), 1),
         "lag_after_last_create_ms": round(max(0.0, end - last_write) * 1e3, 1),
         "events_per_job": round(events / max(done, 1), 2),
+        **(
+            {
+                "thread_cpu_ms_per_job": {
+                    n: round(c / max(done, 1) * 1e3, 3)
+                    for n, c in sorted(per_thread.items(), key=lambda x: -x[1])
+                    if c > 0
+                }
+            }
+            if per_thread
+            else {}
+        ),
     }
 
 
@@ -466,6 +518,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per variant (median)")
     parser.add_argument("--timeout", type=float, default=90.0, help="per variant, seconds")
     parser.add_argument("--profile", action="store_true", help="cProfile the gm variant")
+    parser.add_argument(
+        "--threads", action="store_true", help="CPU per GM thread (from /proc) in the figures"
+    )
     parser.add_argument("--profile-out", default="/tmp/bench_reconcile.prof")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
