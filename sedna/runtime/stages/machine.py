@@ -438,9 +438,17 @@ class StageMachine(Controller):
             return
         max_conditions = self.stage_options.max_conditions
         previous: list[Obj | None] = [None]
+        tries = [0]
+        skipped = [""]
 
         def mutate(fresh: dict[str, Any]) -> bool:
             conds = C.conditions_of(fresh)
+            tries[0] += 1
+            if tries[0] > 1:
+                # an earlier try may have landed though its answer was lost
+                skipped[0] = _already_applied(conds, cond, msg.content)
+                if skipped[0]:
+                    return False
             previous[0] = C.latest(conds)
             status = fresh.setdefault("status", {})
             status["conditions"] = C.append_condition(conds, cond, max_conditions)
@@ -457,6 +465,11 @@ class StageMachine(Controller):
         except ApiError as exc:
             logger.error("{}: cannot append the reported condition: {}", where, exc)
             return
+        if skipped[0] == _BEHIND:
+            logger.info("{}: the job moved past the report meanwhile, not applied", where)
+            return
+        if skipped[0] == _LANDED:
+            logger.info("{}: the write whose answer was lost had landed", where)
         self._changed(job, previous[0], cond, detail=f"reported by LC on node {msg.node_name}")
 
     # -- the reconcile ---------------------------------------------------------------
@@ -1081,3 +1094,22 @@ def _behind(conds: list[Obj], content: Any) -> bool:
         return C.NEXT_STAGE.get(stage) == conds[-1].get("stage")
     last = _CONDITION_RANK.get(str(mine[-1].get("type") or ""), 0)
     return rank < last or rank == last == _FINAL_RANK
+
+
+_LANDED, _BEHIND = "landed", "behind"
+
+
+def _already_applied(conds: list[Obj], cond: Obj, content: Any) -> str:
+    """Why a report retried after a lost answer must not be appended again: `_LANDED`
+    when the job already holds its condition (the machine may have noted a failure on it
+    since, so it is compared without the noted fields), `_BEHIND` when the job has moved
+    past it (the machine answered the landed report), else "".
+
+    The generic retry compares the write with the stored object as it was sent, and a
+    condition the machine noted on in between looked unwritten: the report was
+    appended twice, and the second Ready asked for a second worker.
+    """
+    mine = _intent(cond)
+    if any(_intent(c) == mine for c in conds):
+        return _LANDED
+    return _BEHIND if _behind(conds, content) else ""
