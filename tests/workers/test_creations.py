@@ -166,3 +166,27 @@ def test_memory_is_bounded(kube: KubeClient, namespace: str) -> None:
     assert creations.in_doubt("b", "i") and creations.in_doubt("c", "i")
     with pytest.raises(ValueError):
         PodCreations(kube.resource(PODS), max_entries=0)
+
+
+def test_verify_looks_up_what_another_process_made(
+    kube: KubeClient, namespace: str, owner: dict[str, Any]
+) -> None:
+    """A new process remembers nothing of its predecessor's creates: `verify` makes the
+    look-up anyway, and only an adoptable pod stands for the intent."""
+    committed = _maker(kube, namespace, owner, tag="mine")()  # the process before
+    creations = PodCreations(kube.resource(PODS))
+    assert not creations.in_doubt("ns/owner", "ready-1")
+
+    def mine(pod: Any) -> bool:
+        return bool(pod["metadata"].get("annotations", {}).get("tag") == "mine")
+
+    make = _maker(kube, namespace, owner, tag="mine")
+    found = _create(creations, namespace, owner, make, adoptable=mine, verify=True)
+    assert found.adopted
+    assert found.pod["metadata"]["name"] == committed["metadata"]["name"]
+    assert len(_pods(kube, namespace)) == 1
+    other = _create(
+        creations, namespace, owner, make, intent="ready-2", adoptable=lambda p: False, verify=True
+    )
+    assert not other.adopted
+    assert len(_pods(kube, namespace)) == 2

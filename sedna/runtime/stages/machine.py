@@ -85,7 +85,7 @@ from sedna.runtime.workers import (
     job_ref,
 )
 
-__all__ = ["READY_CONDITION_ANNOTATION", "StageMachine", "recorded_pod", "typed"]
+__all__ = ["READY_CONDITION_ANNOTATION", "StageMachine", "ready_tag", "recorded_pod", "typed"]
 
 ACTIVE_PHASES = ("Pending", "Running")
 READY_CONDITION_ANNOTATION = "sedna-gm.io/ready-condition"
@@ -197,6 +197,12 @@ def _ready_tag(basis: str) -> str:
     return hashlib.sha256(basis.encode()).hexdigest()[:20]
 
 
+def ready_tag(cond: Obj) -> str:
+    """The `READY_CONDITION_ANNOTATION` value of a worker made for Ready condition `cond`
+    (what a GM before a restart left on the pods it made)."""
+    return _ready_tag(_intent(cond))
+
+
 def _annotated(template: Obj, key: str, value: str) -> dict[str, Any]:
     """The template with one more pod annotation; copies only what it changes (the
     template is the informer cache's)."""
@@ -248,6 +254,8 @@ class StageMachine(Controller):
         self.worker_type_label = f"{feature.kind.lower()}.{feature.resource.group}/worker-type"
         self._lock = threading.Lock()
         self._expect: dict[str, _Expectation] = {}
+        # what was asked before this process started may have been acted on by the last
+        self._process_start = ctx.clock.wall()
         self._sent_nodes: dict[str, set[str]] = {}
         self.jobs.add_event_handler(
             ResourceEventHandlerFuncs(
@@ -438,9 +446,17 @@ class StageMachine(Controller):
             return
         max_conditions = self.stage_options.max_conditions
         previous: list[Obj | None] = [None]
+        tries = [0]
+        skipped = [""]
 
         def mutate(fresh: dict[str, Any]) -> bool:
             conds = C.conditions_of(fresh)
+            tries[0] += 1
+            if tries[0] > 1:
+                # an earlier try may have landed though its answer was lost
+                skipped[0] = _already_applied(conds, cond, msg.content)
+                if skipped[0]:
+                    return False
             previous[0] = C.latest(conds)
             status = fresh.setdefault("status", {})
             status["conditions"] = C.append_condition(conds, cond, max_conditions)
@@ -457,6 +473,11 @@ class StageMachine(Controller):
         except ApiError as exc:
             logger.error("{}: cannot append the reported condition: {}", where, exc)
             return
+        if skipped[0] == _BEHIND:
+            logger.info("{}: the job moved past the report meanwhile, not applied", where)
+            return
+        if skipped[0] == _LANDED:
+            logger.info("{}: the write whose answer was lost had landed", where)
         self._changed(job, previous[0], cond, detail=f"reported by LC on node {msg.node_name}")
 
     # -- the reconcile ---------------------------------------------------------------
@@ -876,6 +897,12 @@ class StageMachine(Controller):
             keys = ", ".join(sorted(annotations))
             raise StageRetry("AnnotationFailed", f"cannot set annotation {keys}: {exc}") from exc
 
+    def _older_than_process(self, stamp: Any) -> bool:
+        """Whether a request made at `stamp` (an RFC 3339 time) may predate this process,
+        so that the GM before a restart may have created its worker already."""
+        at = C.parse_time(stamp)
+        return at is None or at <= self._process_start
+
     def _create(
         self,
         key: str,
@@ -883,9 +910,13 @@ class StageMachine(Controller):
         job: Obj,
         request: PodRequest,
         adoptable: Any = None,
+        *,
+        since: Any = None,
     ) -> tuple[str, bool]:
         """Create the worker for `intent` (once, even after a lost answer); returns
-        (pod name, adopted)."""
+        (pod name, adopted). `since`: when the intent was asked for; one older than
+        this process is first looked up in the API (the cache may not show yet what
+        the GM before a restart created)."""
         what = f"{request.param.worker_type} worker"
         meta = _meta(job)
 
@@ -903,6 +934,7 @@ class StageMachine(Controller):
                 labels=self._labels(job, request.param.worker_type),
                 create=create,
                 adoptable=adoptable or (lambda pod: True),
+                verify=self._older_than_process(since),
             )
         except WorkerError as exc:
             raise StageRetry(
@@ -930,7 +962,9 @@ class StageMachine(Controller):
         ):
             request = self.feature.inference_pod(job, spec)
             try:
-                name, _ = self._create(key, basis, job, request)
+                name, _ = self._create(
+                    key, basis, job, request, since=_meta(job).get("creationTimestamp")
+                )
             except StageRetry as exc:
                 raise StageRetry("InferenceWorkerFailed", exc.message) from None
             with self._lock:
@@ -967,7 +1001,7 @@ class StageMachine(Controller):
                         "InferenceWorkerFailed", f"cannot delete the inference worker: {exc}"
                     ) from None
         try:
-            name, _ = self._create(key, basis, job, request)
+            name, _ = self._create(key, basis, job, request, since=latest.get("lastTransitionTime"))
         except StageRetry as exc:
             raise StageRetry("InferenceWorkerFailed", exc.message) from None
         with self._lock:
@@ -987,6 +1021,9 @@ class StageMachine(Controller):
             expected = self._expect.get(key)
         if expected is not None and expected.basis == basis:
             return expected.pod, False
+        served = _served_pod(conds, basis, stage)
+        if served:
+            return served, True
         worker_type = self.feature.stage_workers[stage]
         # A pod a condition names served an earlier Ready: a worker of an earlier round
         # still running (restartPolicy OnFailure keeps a failed one alive) must not take
@@ -1037,7 +1074,14 @@ class StageMachine(Controller):
             request.param,
             request.field,
         )
-        name, adopted = self._create(key, basis, job, request, adoptable=made_for_this)
+        name, adopted = self._create(
+            key,
+            basis,
+            job,
+            request,
+            adoptable=made_for_this,
+            since=latest.get("lastTransitionTime"),
+        )
         with self._lock:
             self._expect[key] = _Expectation(basis, name)
         return name, adopted
@@ -1064,6 +1108,14 @@ class _DependencyHandler:
         pass
 
 
+def _this_round(conds: list[Obj]) -> list[Obj]:
+    """The conditions from the last Train/Waiting on (a Sedna round starts there)."""
+    starts = [
+        i for i, c in enumerate(conds) if c.get("stage") == C.TRAIN and c.get("type") == C.WAITING
+    ]
+    return conds[starts[-1] :] if starts else conds
+
+
 def _behind(conds: list[Obj], content: Any) -> bool:
     """Whether a report (`content`) is behind the job's conditions (see `stale_report`)."""
     if not conds or not isinstance(content, Mapping):
@@ -1072,12 +1124,46 @@ def _behind(conds: list[Obj], content: Any) -> bool:
     rank = _REPORT_RANK.get(str(content.get("status") or "").lower())
     if stage not in (C.TRAIN, C.EVAL, C.DEPLOY) or rank is None:
         return False
-    starts = [
-        i for i, c in enumerate(conds) if c.get("stage") == C.TRAIN and c.get("type") == C.WAITING
-    ]
-    this_round = conds[starts[-1] :] if starts else conds
-    mine = [c for c in this_round if c.get("stage") == stage]
+    mine = [c for c in _this_round(conds) if c.get("stage") == stage]
     if not mine:
         return C.NEXT_STAGE.get(stage) == conds[-1].get("stage")
     last = _CONDITION_RANK.get(str(mine[-1].get("type") or ""), 0)
     return rank < last or rank == last == _FINAL_RANK
+
+
+_LANDED, _BEHIND = "landed", "behind"
+
+
+def _already_applied(conds: list[Obj], cond: Obj, content: Any) -> str:
+    """Why a report retried after a lost answer must not be appended again: `_LANDED`
+    when the job already holds its condition (the machine may have noted a failure on it
+    since, so it is compared without the noted fields), `_BEHIND` when the job has moved
+    past it (the machine answered the landed report), else "".
+
+    The generic retry compares the write with the stored object as it was sent, and a
+    condition the machine noted on in between looked unwritten: the report was
+    appended twice, and the second Ready asked for a second worker.
+    """
+    mine = _intent(cond)
+    if any(_intent(c) == mine for c in conds):
+        return _LANDED
+    return _BEHIND if _behind(conds, content) else ""
+
+
+def _served_pod(conds: list[Obj], basis: str, stage: str) -> str:
+    """The pod an earlier copy of the latest Ready in this round (the same report,
+    written twice) was answered with, else "".
+
+    A Ready applied twice is one request, not two; without this a GM that had adopted
+    the first copy's worker from its cache (no expectation) or had restarted since
+    made a second worker for the second copy.
+    """
+    this_round = _this_round(conds)
+    for i, cond in enumerate(this_round[:-1]):
+        if cond.get("stage") != stage or cond.get("type") != C.READY or _intent(cond) != basis:
+            continue
+        for later in this_round[i + 1 : -1]:
+            pod = recorded_pod(later) if later.get("stage") == stage else ""
+            if pod:
+                return pod
+    return ""

@@ -7,13 +7,14 @@ second worker whenever the watch has not yet delivered the first (client-go's
 controllers guard against this with expectations; Sedna's Go GM does not, and runs a
 stage twice). `PodCreations` remembers such creates per (key, intent) and, before
 the retry, reads the API itself (not the cache) for a pod the controller owns with
-the worker's labels; one it may adopt is returned instead of a new create.
+the worker's labels; one it may adopt is returned instead of a new create. A process
+has no memory of its predecessor's creates: for an intent older than the process the
+caller asks for the same look-up (`verify`).
 
 Generic on purpose: the owner UID and the worker labels (Sedna's
 `<kind>.sedna.io/name|uid|worker-type`) are all it needs, so every feature (staged
 jobs, joint inference, federated learning, ...) uses the same helper. The memory is
-bounded; losing an entry (eviction, restart) only costs the look-up, as the informer
-cache after a restart is a fresh list that already holds a committed pod.
+bounded; losing an entry (eviction) only costs the look-up.
 """
 
 from __future__ import annotations
@@ -114,14 +115,21 @@ class PodCreations:
         labels: Mapping[str, str],
         create: Callable[[], Pod],
         adoptable: Callable[[Mapping[str, Any]], bool] = lambda pod: True,
+        verify: bool = False,
     ) -> CreatedPod:
         """The pod `create()` makes, unless an earlier create for this intent lost its
-        answer and the API now shows an `adoptable` pod: then the newest such pod.
+        answer (or, with `verify`, may have been made by another process) and the API
+        now shows an `adoptable` pod: then the newest such pod.
+
+        `verify` is for intents older than this process: the GM before a restart may
+        have created the pod, and its create may have committed after this process's
+        informers listed (a slow write answered 504 commits later). This process has no
+        memory of it, so only the API can tell.
 
         Errors of `create` propagate; one whose answer was lost is remembered first.
         Errors of the look-up propagate too (the caller retries later, still in doubt).
         """
-        if self.in_doubt(key, intent):
+        if verify or self.in_doubt(key, intent):
             found = [p for p in read_owned_pods(self._pods, namespace, owner_uid, labels)]
             found = [p for p in found if adoptable(p)]
             if found:
