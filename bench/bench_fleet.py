@@ -6,11 +6,13 @@ process (the store's own create path: defaulting, uids, resourceVersions, one wa
 event each; no HTTP, so seeding 50 000 objects takes seconds):
 
 * ``foreign``: 30 000 pods no feature owns (a Deployment's, with a kubelet's status and
-  managedFields) in another namespace. The GM (IncrementalLearningJob feature, all
-  namespaces) is started with none and with all of them; reported: its RSS growth, the
-  pods its caches hold, and the label selector of its pod informer. Variant ``unscoped``
-  is the GM as it was before label-scoped pod informers (one informer of every pod, no
-  transform), for comparison.
+  managedFields), and 3 000 Deployments and 3 000 Services no feature owns
+  (``--foreign-workloads``), in another namespace. The GM (IncrementalLearningJob, the
+  workload family's features and FederatedLearningJob, all namespaces) is started with
+  none and with all of them; reported: its RSS growth, the pods, Deployments and
+  Services its caches hold, and the label selectors of those informers. Variant
+  ``unscoped`` is the GM as it was before label-scoped informers (one informer of every
+  pod, no transform; one of every Deployment, Service and HPA), for comparison.
 * ``cache``: 10 000 IL jobs (Sedna's sample renamed, with status and managedFields) and
   their 10 000 inference pods (as the GM makes them, Running). RSS of a GM with
   nothing, with the pods only (owned by a ConfigMap), and with jobs and pods gives the
@@ -101,9 +103,14 @@ def _rss() -> int:
 
 
 def _sample(file: str) -> dict[str, Any]:
+    import re
+
     import yaml
 
-    return dict(yaml.safe_load((REFERENCE / "crd-samples" / file).read_text()))
+    # YAML 1.1 reads an unquoted "24:00" as the base-60 integer 1440; the CRD says string
+    text = re.sub(r": (\d{1,2}:\d{2})$", r': "\1"', (REFERENCE / "crd-samples" / file).read_text(),
+                  flags=re.M)  # fmt: skip
+    return dict(yaml.safe_load(text))
 
 
 # -- objects as a cluster holds them ----------------------------------------------------
@@ -288,11 +295,54 @@ def _serve(cmd_q: Any, reply_q: Any) -> None:
     srv.stop()
 
 
+def _foreign_deployment(i: int) -> dict[str, Any]:
+    labels = {"app": f"web-{i:05d}", "tier": "frontend"}
+    pod = _foreign_pod(i)
+    return {
+        "metadata": {
+            "name": f"web-{i:05d}",
+            "labels": labels,
+            "annotations": {"deployment.kubernetes.io/revision": "1"},
+            "managedFields": [
+                _managed("kubectl", "Update", "apps/v1", {"f:spec": {}}),
+                _managed("kube-controller-manager", "Update", "apps/v1", {"f:status": {}}),
+            ],
+        },
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod["spec"]},
+        },
+        "status": {"replicas": 3, "readyReplicas": 3, "availableReplicas": 3},
+    }
+
+
+def _foreign_service(i: int) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"web-{i:05d}",
+            "labels": {"app": f"web-{i:05d}"},
+            "managedFields": [_managed("kubectl", "Update", "v1", {"f:spec": {}})],
+        },
+        "spec": {
+            "selector": {"app": f"web-{i:05d}"},
+            "ports": [{"name": "http", "port": 80, "targetPort": 80, "protocol": "TCP"}],
+        },
+    }
+
+
 def _seed(
-    srv: Any, *, jobs: int, cm_pods: int, foreign: int, unique_specs: bool = False
+    srv: Any,
+    *,
+    jobs: int,
+    cm_pods: int,
+    foreign: int,
+    unique_specs: bool = False,
+    foreign_workloads: int = 0,
 ) -> dict[str, int]:
     """``jobs`` IL jobs each with its inference pod, ``cm_pods`` such pods owned by a
-    ConfigMap (pods without jobs), ``foreign`` pods of another namespace."""
+    ConfigMap (pods without jobs), ``foreign`` pods of another namespace, and
+    ``foreign_workloads`` Deployments and as many Services there."""
     reg, ops, store = srv.registry, srv.ops, srv.store
 
     def rt(group: str, plural: str, version: str = "v1") -> Any:
@@ -303,6 +353,9 @@ def _seed(
     ns_rt, pods_rt, cm_rt = rt("", "namespaces"), rt("", "pods"), rt("", "configmaps")
     jobs_rt = rt("sedna.io", "incrementallearningjobs", "v1alpha1")
     counts = {"jobs": 0, "owned_pods": 0, "foreign_pods": 0}
+    deps_rt, svcs_rt = rt("apps", "deployments"), rt("", "services")
+    if foreign_workloads:
+        counts["foreign_workloads"] = 0
 
     def setup() -> dict[str, Any]:
         for ns in (JOBS_NS, FOREIGN_NS):
@@ -363,7 +416,18 @@ def _seed(
             ops.create(pods_rt, FOREIGN_NS, _foreign_pod(i))
             counts["foreign_pods"] += 1
 
-    for fn, n in ((job_batch, jobs), (cm_batch, cm_pods), (foreign_batch, foreign)):
+    def workload_batch(lo: int, hi: int) -> None:
+        for i in range(lo, hi):
+            ops.create(deps_rt, FOREIGN_NS, _foreign_deployment(i))
+            ops.create(svcs_rt, FOREIGN_NS, _foreign_service(i))
+            counts["foreign_workloads"] += 1
+
+    for fn, n in (
+        (job_batch, jobs),
+        (cm_batch, cm_pods),
+        (foreign_batch, foreign),
+        (workload_batch, foreign_workloads),
+    ):
         for lo in range(0, n, 500):
             srv._call(lambda fn=fn, lo=lo, n=n: fn(lo, min(lo + 500, n)))
     return counts
@@ -407,10 +471,14 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
             self.default_transform = None  # type: ignore[assignment]
 
     class Unscoped(SharedInformerFactory):
-        """The factory before scoping: every pod, whole, one informer for all features."""
+        """The factory before scoping: every pod, whole, one informer for all features;
+        one informer of every Deployment, Service and HPA."""
 
         def worker_pods(self, res: Any, *, namespace: str | None = None) -> Any:
             return self.informer(PODS, namespace=namespace, transform=None)
+
+        def owned_by_kind(self, res: Any, owner: Any, *, namespace: str | None = None) -> Any:
+            return self.informer(res, namespace=namespace)
 
     # (Unscoped keeps the default transform for jobs: only the pod informer is as before)
 
@@ -418,6 +486,8 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
         p.name: {"enabled": False} for p in discover_plugins() if p.name != il_plugin.FEATURE_NAME
     }
     features[il_plugin.FEATURE_NAME] = {"workers": 4}
+    if variant in FOREIGN_VARIANTS:  # the features with Deployment and Service informers
+        features.update({name: {"workers": 1} for name in WORKLOAD_FEATURES})
     config = GMConfig.model_validate(
         {
             "namespace": "",
@@ -429,10 +499,10 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
     )
     container = RuntimeContainer(config=config)
     container.api_client.override(providers.Object(_api_client(url)))
-    if variant in ("unscoped", "no-transform"):
+    if variant in ("unscoped", "no-transform", "foreign-unscoped"):
         container.informers.override(
             providers.Singleton(
-                Unscoped if variant == "unscoped" else NoTransform,
+                NoTransform if variant == "no-transform" else Unscoped,
                 container.kube,
                 namespace="",
                 min_resync_period=3600.0,
@@ -469,6 +539,16 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
             ),
             "pod_informer_selectors": sorted(
                 str(i.label_selector) for i in informers if i.resource.plural == "pods"
+            ),
+            "foreign_workloads_cached": sum(
+                len(i.lister.list(FOREIGN_NS))
+                for i in informers
+                if i.resource.plural in ("deployments", "services")
+            ),
+            "workload_informer_selectors": sorted(
+                f"{i.resource.plural}:{i.label_selector}"
+                for i in informers
+                if i.resource.plural in ("deployments", "services", "horizontalpodautoscalers")
             ),
             "jobs_cached": sum(
                 len(i.lister.list())
@@ -541,19 +621,36 @@ def _run(ctx: Any, seed: dict[str, Any], variant: str, expect_jobs: int) -> dict
 MIB = 1024 * 1024
 
 
-def _foreign(ctx: Any, n: int, jobs: int) -> dict[str, Any]:
+# the GM of the foreign part: IL and every feature with Deployment or Service informers
+FOREIGN_VARIANTS = ("foreign", "foreign-unscoped")
+WORKLOAD_FEATURES = (
+    "joint_inference",
+    "feature_extraction",
+    "object_search",
+    "object_tracking",
+    "reid",
+    "video_analytics",
+    "federated_learning",
+)
+
+
+def _foreign(ctx: Any, n: int, jobs: int, workloads: int = 0) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for variant in ("gm", "unscoped"):
+    for name, variant in (("gm", "foreign"), ("unscoped", "foreign-unscoped")):
         base = _run(ctx, {"jobs": jobs, "cm_pods": 0, "foreign": 0}, variant, jobs)
-        full = _run(ctx, {"jobs": jobs, "cm_pods": 0, "foreign": n}, variant, jobs)
-        out[variant] = {
+        seed = {"jobs": jobs, "cm_pods": 0, "foreign": n, "foreign_workloads": workloads}
+        full = _run(ctx, seed, variant, jobs)
+        out[name] = {
             "rss_growth_mib": round((full["rss"] - base["rss"]) / MIB, 2),
             "rss_base_mib": round(base["rss"] / MIB, 1),
             "pods_cached": full["pods_cached"],
             "foreign_pods_cached": full["foreign_pods_cached"],
+            "foreign_deployments_and_services": workloads,
+            "foreign_workloads_cached": full["foreign_workloads_cached"],
             "pod_informer_selectors": full["pod_informer_selectors"],
+            "workload_informer_selectors": full["workload_informer_selectors"],
         }
-        print(f"foreign {n} {variant}: {out[variant]}", file=sys.stderr, flush=True)
+        print(f"foreign {n} {name}: {out[name]}", file=sys.stderr, flush=True)
     return out
 
 
@@ -616,6 +713,12 @@ def main() -> int:
         "--foreign-jobs", type=int, default=100, help="jobs beside the foreign pods"
     )
     parser.add_argument(
+        "--foreign-workloads",
+        type=int,
+        default=3_000,
+        help="foreign part: Deployments and as many Services no feature owns",
+    )
+    parser.add_argument(
         "--unique-specs",
         action="store_true",
         help="cache part: also jobs whose specs all differ (nothing to share)",
@@ -623,6 +726,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     _quiet_logs()
+    if importlib.util.find_spec("embedded_server") is not None:
+        # sets $SEDNA_BENCH_PKI here, so the server and the GM child share one CA
+        import embedded_server  # noqa: F401
     ctx = mp.get_context("spawn")
     fractions = [float(f) for f in args.fractions.split(",") if f]
     parts = [p for p in args.parts.split(",") if p]
@@ -630,7 +736,8 @@ def main() -> int:
     for frac in fractions:
         jobs, foreign = max(1, round(args.jobs * frac)), max(1, round(args.foreign * frac))
         if "foreign" in parts:
-            results["foreign"][str(foreign)] = _foreign(ctx, foreign, args.foreign_jobs)
+            workloads = max(1, round(args.foreign_workloads * frac))
+            results["foreign"][str(foreign)] = _foreign(ctx, foreign, args.foreign_jobs, workloads)
         if "cache" in parts:
             results["cache"][str(jobs)] = _cache(ctx, jobs, args.unique_specs)
         if "startup" in parts:

@@ -11,7 +11,11 @@ status the controller makes each want have exactly one pod.
   its generated name (Sedna's ``<owner>-<type>-<random>``), so a restart adopts what it
   finds and creates nothing twice.
 - A create not yet seen in the cache is expected for a while (client-go's controller
-  expectations), so two syncs in a row never make two pods for one want.
+  expectations), so two syncs in a row never make two pods for one want. The pod's
+  DELETE event ends the expectation (client-go lowers it in its pod handlers): a pod
+  deleted before any sync saw it in the cache is made again at once, not after the
+  expectation's 300 s. A DELETE seen even before the create's answer is remembered
+  (by pod UID, bounded), so it ends the expectation the create would record.
 - A create whose answer was lost (a 5xx or a timeout after the write committed) is
   retried only after reading the API, not the cache, for the pod it may have made
   (`PodCreations`): the pod found is adopted, no second one is made.
@@ -27,7 +31,8 @@ import contextlib
 import copy
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any
@@ -36,7 +41,12 @@ from loguru import logger
 
 from sedna.runtime.context import ControllerContext
 from sedna.runtime.controller import Result
-from sedna.runtime.informers import split_key
+from sedna.runtime.informers import (
+    DeletedFinalStateUnknown,
+    ResourceEventHandlerFuncs,
+    SharedInformer,
+    split_key,
+)
 from sedna.runtime.kube import PODS, NotFound, Resource
 from sedna.runtime.workers.creations import CreatedPod, PodCreations
 from sedna.runtime.workers.errors import WorkerError
@@ -50,7 +60,7 @@ from sedna.runtime.workloads.conditions import (
 )
 from sedna.runtime.workloads.controller import StatusDecision, WorkloadController
 from sedna.runtime.workloads.health import deployment_failure_message, deployment_health
-from sedna.runtime.workloads.owned import SPEC_HASH_ANNOTATION, Observed, spec_hash
+from sedna.runtime.workloads.owned import SPEC_HASH_ANNOTATION, Observed, controller_of, spec_hash
 from sedna.runtime.workloads.wants import PodWant, WorkloadPlan
 
 __all__ = [
@@ -70,6 +80,7 @@ Obj = Mapping[str, Any]
 POD_KEY_ANNOTATION = "sedna-gm.io/worker-key"
 CONDITION_COMPLETED = "Completed"
 EXPECTATION_SECONDS = 300.0  # client-go's ExpectationsTimeout
+DELETES_REMEMBERED = 1024  # pod UIDs deleted before their create's answer was handled
 REASON_WORKER_FAILED = "workerFailed"  # Sedna's reason
 
 
@@ -117,18 +128,83 @@ def _phase(pod: Obj) -> str:
     return str((pod.get("status") or {}).get("phase") or "Pending")
 
 
-class OwnedPods:
-    """Makes an owner's bare pods match its `PodWant`s; one per feature controller."""
+@dataclass(frozen=True)
+class _Expected:
+    """A pod made and not yet seen in the cache."""
 
-    def __init__(self, ctx: ControllerContext) -> None:
+    name: str
+    uid: str
+    deadline: float
+
+
+class OwnedPods:
+    """Makes an owner's bare pods match its `PodWant`s; one per feature controller.
+
+    Given the pod informer and the controller's ``enqueue``, it watches the pods' DELETE
+    events: one of a pod still expected ends the expectation and enqueues the owner
+    (without them an expected pod deleted before a sync saw it is made again only when
+    the expectation expires).
+    """
+
+    def __init__(
+        self,
+        ctx: ControllerContext,
+        *,
+        pods: SharedInformer | None = None,
+        enqueue: Callable[[str], None] | None = None,
+    ) -> None:
         self.ctx = ctx
         self.api = ctx.kube.resource(PODS)
-        # (owner uid, want key) -> (pod name, monotonic deadline): creates not yet cached;
-        # shared by the controller's worker threads
-        self._expected: dict[tuple[str, str], tuple[str, float]] = {}
+        # (owner uid, want key) -> the pod made and not yet cached; shared by the
+        # controller's worker threads and the informer's dispatch thread
+        self._expected: dict[tuple[str, str], _Expected] = {}
+        # UIDs of pods whose DELETE came while no expectation named them (bounded)
+        self._deleted: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
+        self._enqueue = enqueue
         # creates whose answer was lost, by "<owner uid>/<want key>" and spec hash
         self.creations = PodCreations(self.api)
+        if pods is not None:
+            pods.add_event_handler(ResourceEventHandlerFuncs(delete=self._pod_deleted))
+
+    def expecting(self, owner_uid: str, key: str) -> bool:
+        """Whether a pod made for this want is still expected in the cache."""
+        with self._lock:
+            return (owner_uid, key) in self._expected
+
+    def _pod_deleted(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if not isinstance(pod, Mapping):
+            return
+        meta = _meta(pod)
+        ref = controller_of(pod)
+        pod_uid = str(meta.get("uid") or "")
+        if ref is None or not pod_uid:
+            return
+        slot = (str(ref.get("uid") or ""), _annotation(pod, POD_KEY_ANNOTATION) or "")
+        with self._lock:
+            expected = self._expected.get(slot)
+            if expected is None or expected.uid != pod_uid:
+                self._deleted[pod_uid] = None
+                while len(self._deleted) > DELETES_REMEMBERED:
+                    self._deleted.popitem(last=False)
+                return
+            del self._expected[slot]
+        logger.debug(
+            "pod {}/{} was deleted before a sync saw it: no longer expected",
+            meta.get("namespace"), meta.get("name"),
+        )  # fmt: skip
+        if self._enqueue is not None:
+            self._enqueue(f"{meta.get('namespace') or ''}/{ref.get('name') or ''}")
+
+    def _expect(self, owner_uid: str, key: str, pod: Obj, now: float) -> None:
+        pod_uid = str(_meta(pod).get("uid") or "")
+        with self._lock:
+            if pod_uid and pod_uid in self._deleted:
+                del self._deleted[pod_uid]  # already gone: nothing to wait for
+                return
+            name = str(_meta(pod).get("name") or "")
+            self._expected[(owner_uid, key)] = _Expected(name, pod_uid, now + EXPECTATION_SECONDS)
 
     def _template_with_identity(self, want: PodWant, want_hash: str) -> dict[str, Any]:
         template = copy.deepcopy(dict(want.template))
@@ -168,7 +244,7 @@ class OwnedPods:
         now = self.ctx.clock.now()
         with self._lock:
             # expired expectations go (an owner deleted before its pod was seen): bounded
-            for k in [k for k, (_, deadline) in self._expected.items() if deadline <= now]:
+            for k in [k for k, e in self._expected.items() if e.deadline <= now]:
                 del self._expected[k]
         keys = {w.key for w in wants}
         for want in wants:
@@ -204,15 +280,18 @@ class OwnedPods:
                 continue
             with self._lock:
                 expected = self._expected.get((uid, want.key))
-            if expected is not None and expected[1] > now:
+            if expected is not None and expected.deadline > now:
+                logger.debug(
+                    "{}/{}: pod {} for {} is made and not yet cached: not made again",
+                    ns, _meta(owner).get("name"), expected.name, want.key,
+                )  # fmt: skip
                 seen.active += 1
                 continue
             if not create:
                 continue
             made = self._create(owner, want, want_hash)
             name = str(_meta(made.pod).get("name") or "")
-            with self._lock:
-                self._expected[(uid, want.key)] = (name, now + EXPECTATION_SECONDS)
+            self._expect(uid, want.key, made.pod, now)
             seen.created.append(f"Pod {name}")
             seen.active += 1
             how = "adopted pod {} (its create's answer was lost)" if made.adopted else "made pod {}"
@@ -379,7 +458,7 @@ class PodWorkloadController(WorkloadController):
     ) -> None:
         super().__init__(ctx, resource, label=label, pods=True, max_conditions=max_conditions)
         self.job_style = job_style
-        self.owned_pods = OwnedPods(ctx)
+        self.owned_pods = OwnedPods(ctx, pods=self.workloads.pod_informer, enqueue=self.enqueue)
 
     def sync(self, key: str) -> Result | None:
         """As the family's, and a job-style owner that has ``Completed`` is finished too."""

@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sedna_federated_learning.controller import CONFLICT_RECHECK_SECONDS
+
+from sedna.runtime import FakeClock
 
 from .conftest import GMFactory, LCFactory
 from .helpers import (
@@ -25,6 +28,15 @@ from .helpers import (
 )
 
 Mutation = Callable[[dict[str, Any]], None]
+
+
+def _within(pred: Callable[[], bool], seconds: float) -> bool:
+    """Whether `pred` holds within `seconds` of real time."""
+    try:
+        wait_until(pred, seconds, "")
+    except AssertionError:
+        return False
+    return True
 
 
 def _drop_workers(spec: dict[str, Any]) -> None:
@@ -250,14 +262,22 @@ def test_a_service_of_the_aggregators_name_that_is_not_ours_blocks_the_job(
         "spec": {"ports": [{"port": 80}]},
     }
     api.services.create(api.ns, foreign)
-    make_gm()
+    clock = FakeClock()
+    make_gm(clock=clock)
     api.create(job)
     message = api.wait_event("ServiceConflict", f"{JOB}-aggregation")
     assert "not controlled by this job" in message
     assert api.conditions()[-1]["reason"] == "ServiceConflict"
     assert api.live_pods() == []
+    # the foreign Service is not cached (no label of these jobs): its going is found by
+    # the conflict's recheck, in virtual time
     api.services.delete(api.ns, f"{JOB}-aggregation")
-    api.wait_workers(3)
+    # virtual time far below a resync (an hour here): only the recheck can find it gone
+    for _ in range(int(4 * CONFLICT_RECHECK_SECONDS)):
+        clock.step(1.0)
+        if _within(lambda: len(api.live_pods()) == 3, 0.25):
+            break
+    assert len(api.live_pods()) == 3, "the workers are made after the conflict's recheck"
     svc = api.services.get(api.ns, f"{JOB}-aggregation")
     assert svc["metadata"]["ownerReferences"][0]["kind"] == "FederatedLearningJob"
 

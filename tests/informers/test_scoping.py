@@ -20,7 +20,17 @@ from sedna.runtime.informers.transforms import (
     strip_bookkeeping,
     worker_pod_transform,
 )
-from sedna.runtime.kube import CONFIGMAPS, INCREMENTAL_LEARNING_JOBS, PODS, KubeClient
+from sedna.runtime.kube import (
+    CONFIGMAPS,
+    DEPLOYMENTS,
+    HPAS,
+    INCREMENTAL_LEARNING_JOBS,
+    JOINT_INFERENCE_SERVICES,
+    PODS,
+    SERVICES,
+    KubeClient,
+    Resource,
+)
 
 from .helpers import Recorder, pod, wait_until
 
@@ -239,3 +249,78 @@ def test_the_sharing_table_is_bounded_and_keeps_the_latest() -> None:
     assert old["spec"]["t"] is not objs[0]["spec"]["t"]  # forgotten, so cached anew
     assert old["spec"]["t"] == {"i": 0}
     assert len(share) == 3
+
+
+JI_NAME = "jointinferenceservice.sedna.io/name"
+
+
+def _deployment(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    sel = {"app": name}
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {
+            "selector": {"matchLabels": sel},
+            "template": {"metadata": {"labels": sel},
+                         "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        },
+    }  # fmt: skip
+
+
+def _service(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels or {}}, "spec": {"ports": [{"port": 80}]}}
+
+
+def _hpa(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "x"},
+            "maxReplicas": 2,
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("res", "build"),
+    [(DEPLOYMENTS, _deployment), (SERVICES, _service), (HPAS, _hpa)],
+    ids=["deployments", "services", "hpas"],
+)
+def test_owned_by_kind_caches_only_what_the_kind_labels_and_follows_relabels(
+    kube: KubeClient,
+    make_factory: Factory,
+    namespace: str,
+    srv: APIServer,
+    res: Resource,
+    build: Callable[..., dict[str, Any]],
+) -> None:
+    client = kube.resource(res)
+    client.create(namespace, build("mine-early", {JI_NAME: "svc"}))
+    client.create(namespace, build("foreign-early", {"app": "web"}))
+    client.create(namespace, build("other-kind", {IL_NAME: "job"}))
+    f = make_factory(namespace=namespace)
+    inf = f.owned_by_kind(res, JOINT_INFERENCE_SERVICES)
+    assert inf is f.owned_by_kind(res, JOINT_INFERENCE_SERVICES)  # shared per kind
+    assert inf.label_selector == JI_NAME
+    assert inf is not f.owned_by_kind(res, INCREMENTAL_LEARNING_JOBS)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    f.start()
+    assert f.wait_for_cache_sync(5)
+    assert names(inf.lister.list()) == {"mine-early"}
+
+    client.create(namespace, build("foreign-late"))
+    client.create(namespace, build("mine-late", {JI_NAME: "svc"}))
+    wait_until(lambda: ("add", "mine-late") in rec.ops(), what="mine-late")
+    assert names(inf.lister.list()) == {"mine-early", "mine-late"}
+    # relabelled into the selector: added; out of it: deleted
+    client.patch(namespace, "foreign-late", {"metadata": {"labels": {JI_NAME: "svc"}}})
+    wait_until(lambda: ("add", "foreign-late") in rec.ops(), what="relabelled in")
+    client.patch(namespace, "mine-early", {"metadata": {"labels": {JI_NAME: None}}})
+    wait_until(lambda: ("delete", "mine-early") in rec.ops(), what="relabelled out")
+    assert names(inf.lister.list()) == {"mine-late", "foreign-late"}
+    assert rec.ops() == [
+        ("add", "mine-early"),
+        ("add", "mine-late"),
+        ("add", "foreign-late"),
+        ("delete", "mine-early"),
+    ]

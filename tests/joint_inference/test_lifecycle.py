@@ -474,15 +474,18 @@ def test_strays_it_controls_are_pruned_and_a_changed_service_is_rolled_back(
     owners = [{"apiVersion": ji["apiVersion"], "kind": ji["kind"], "name": SAMPLE,
                "uid": ji["metadata"]["uid"], "controller": True}]  # fmt: skip
     labels = {"app": "stray"}
+    # as every object the GM makes: the owner kind's label, which its caches select on
+    mark = {"jointinferenceservice.sedna.io/name": SAMPLE}
     api.deployments.create(api.ns, {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": f"{SAMPLE}-deployment-old", "ownerReferences": owners},
+        "metadata": {"name": f"{SAMPLE}-deployment-old", "ownerReferences": owners,
+                     "labels": mark},
         "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": {
             "metadata": {"labels": labels}, "spec": {"containers": [{"name": "w", "image": "x"}]}}},
     })  # fmt: skip
     api.services.create(api.ns, {
         "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": f"{SAMPLE}-old", "ownerReferences": owners},
+        "metadata": {"name": f"{SAMPLE}-old", "ownerReferences": owners, "labels": mark},
         "spec": {"selector": labels, "ports": [{"port": 80, "targetPort": 80}]},
     })  # fmt: skip
     svc = api.services.get(api.ns, CLOUD_SERVICE)

@@ -4,12 +4,15 @@ healing, a restart without duplicates, LC reports kept, malformed specs and repo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from support.logs import LogCapture
+
+from sedna.runtime.kube import NotFound
 
 from .helpers import GM, Api, TestLC, env_of, model, reid_job, video_analytics_job, wait_until
 
@@ -211,6 +214,34 @@ def test_a_create_not_yet_in_the_cache_is_not_repeated(make_gm: Any, api: Api) -
     second = pods.ensure(owner, probe, [])  # the cache has not shown the first one's pod
     assert (len(first.created), first.active) == (1, 1)
     assert (second.created, second.active) == ([], 1)
+
+
+def test_a_made_pod_deleted_before_a_sync_saw_it_is_made_again_at_once(
+    make_gm: Any, api: Api
+) -> None:
+    """The DELETE event of a pod still expected ends the expectation: a sync that never
+    saw the pod in the cache makes it again (not 300 s later, when it expires)."""
+    gm = start(make_gm, api, "ReidJob")
+    kind, name, wtype = REID
+    api.wait_pods(name, 1, wtype)
+    assert gm.manager is not None
+    controller = next(f.controller for f in gm.manager.features if f.name == "reid")
+    owner = {**api.owner(kind, name), "kind": kind, "apiVersion": "sedna.io/v1alpha1"}
+    want = controller.plan(owner).pods[0]  # type: ignore[attr-defined]
+    probe = (dataclasses.replace(want, key="probe"),)
+    pods = controller.owned_pods  # type: ignore[attr-defined]
+    first = pods.ensure(owner, probe, [])  # made and expected; the cache is not shown it
+    (made,) = first.created
+    with contextlib.suppress(NotFound):  # the controller prunes it too: no want names it
+        api.pods.delete(api.ns, made.removeprefix("Pod "))
+    again: list[str] = []
+
+    def made_again() -> bool:
+        again.extend(pods.ensure(owner, probe, []).created)
+        return bool(again)
+
+    wait_until(made_again, 10.0, "the probe made again after its delete was seen")
+    assert len(again) == 1 and again[0] != made
 
 
 def test_a_model_secret_that_is_missing_is_named(make_gm: Any, api: Api) -> None:

@@ -216,12 +216,17 @@ def _controlled_by(owner: dict[str, Any], controller: bool = True) -> list[dict[
              "uid": meta["uid"], "controller": controller}]  # fmt: skip
 
 
+def _sedna_label(owners: list[dict[str, Any]]) -> dict[str, str]:
+    """The owner kind's label, as on every object the GM makes (its caches select on it)."""
+    return {f"{owners[0]['kind'].lower()}.sedna.io/name": owners[0]["name"]}
+
+
 def _deployment(name: str, owners: list[dict[str, Any]]) -> dict[str, Any]:
     labels = {"app": name}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": name, "ownerReferences": owners},
+        "metadata": {"name": name, "ownerReferences": owners, "labels": _sedna_label(owners)},
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": labels},
@@ -234,7 +239,7 @@ def _service(name: str, owners: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": name, "ownerReferences": owners},
+        "metadata": {"name": name, "ownerReferences": owners, "labels": _sedna_label(owners)},
         "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": 80}]},
     }
 

@@ -20,7 +20,9 @@ resource, namespace and selector is a ``ValueError``, as client-go refuses
 ``SetTransform`` on a started informer. Pods of Sedna's workers are best asked for with
 ``worker_pods``: one informer per feature kind, label-scoped (``<kind>.<group>/name``
 exists), so the GM lists and watches none of the cluster's other pods, with
-``worker_pod_transform`` (a constructor argument, so tests can record what is read).
+``worker_pod_transform`` (a constructor argument, so tests can record what is read);
+the Deployments, Services and HPAs a feature kind makes with ``owned_by_kind``, scoped
+by the same label.
 
 The resync period is Sedna's: one random value in ``[min, 2*min)`` per factory
 (its ``genResyncPeriod``), so that many GMs do not resync in lockstep.
@@ -162,6 +164,18 @@ class SharedInformerFactory:
             label_selector=selector,
             transform=self.worker_pod_transform,
         )
+
+    def owned_by_kind(
+        self, res: Resource, owner: Resource, *, namespace: str | None = None
+    ) -> SharedInformer:
+        """The informer of the ``res`` objects (Deployments, Services, HPAs) that the
+        features of kind ``owner`` make, scoped as ``worker_pods`` is: by Sedna's label
+        ``<owner kind lower>.<group>/name`` (every such object carries it:
+        ``generate_labels``), with the default transform. Foreign objects of ``res``
+        are neither listed, watched nor cached; a relabel into or out of the selector
+        arrives as an add or a delete.
+        """
+        return self.informer(res, namespace=namespace, label_selector=worker_label_key(owner))
 
     @property
     def stopped(self) -> bool:

@@ -56,6 +56,9 @@ REASON_WORKER_FAILED = "workerFailed"  # Sedna's reason, kept for its clients
 REASON_WAITING = "WorkersNotAvailable"
 REASON_AVAILABLE = "WorkersAvailable"
 REASON_CONFLICT = "NameConflict"
+# The caches are label-scoped and do not show a foreign object of a planned name go
+# away: a conflict is looked at again this often (one create and one get each time).
+CONFLICT_RECHECK_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,12 @@ class WorkloadController(Controller):
             return self._record(owner, self._invalid(owner, exc.field, exc.message))
         except WorkloadConflict as exc:
             decision = StatusDecision(
-                CONDITION_FAILED, REASON_INVALID_SPEC, str(exc), self._active(owner), 0
+                CONDITION_FAILED,
+                REASON_INVALID_SPEC,
+                str(exc),
+                self._active(owner),
+                0,
+                requeue_after=CONFLICT_RECHECK_SECONDS,
             )
             return self._record(owner, decision, event_reason=REASON_CONFLICT)
         except Waiting as exc:

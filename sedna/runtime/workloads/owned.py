@@ -17,6 +17,17 @@ Level-triggered and idempotent, from the informer caches:
 
 An object of a planned name that someone else controls is never touched:
 `WorkloadConflict` names it.
+
+The caches hold only what the owner's kind makes: each informer is scoped by Sedna's
+label ``<owner kind lower>.<group>/name`` (``owned_by_kind``), which every object made
+here carries, so a cluster's other Deployments, Services and HPAs cost nothing. A
+foreign object of a planned name is therefore found through the API (the create
+answers ``AlreadyExists``, the object is read) and still raises `WorkloadConflict`. An
+object the owner controls that lacks the label (made by an older GM, or relabelled by
+hand) is invisible to the cache: the owner's next sync meets it the same way, adopts it
+and puts Sedna's labels back, after which it is cached again. Until then it is not
+pruned; one the plan no longer names is left to the garbage collector, which deletes
+it with its owner.
 """
 
 from __future__ import annotations
@@ -155,7 +166,36 @@ def create_or_adopt(
             return created, True
     if not _controlled_by(existing, ref.uid):
         raise WorkloadConflict(kind, ref.namespace, name, field)
+    labels = desired["metadata"].get("labels") or {}
+    if not _has_labels(existing, labels):
+        existing = _relabel(api, ref, existing, labels)
     return existing, False
+
+
+def _has_labels(obj: Obj, labels: Mapping[str, str]) -> bool:
+    have = (obj.get("metadata") or {}).get("labels") or {}
+    return all(have.get(k) == v for k, v in labels.items())
+
+
+def _relabel(api: ResourceClient, ref: JobRef, existing: Obj, labels: Mapping[str, str]) -> Obj:
+    """Sedna's labels put back on an object the owner controls: without them the scoped
+    cache never shows it (an object of an older GM, a label removed by hand)."""
+    name = str(existing["metadata"]["name"])
+
+    def mutate(fresh: dict[str, Any]) -> bool:
+        if _has_labels(fresh, labels):
+            return False
+        if not _controlled_by(fresh, ref.uid):
+            raise WorkloadConflict(api.res.kind, ref.namespace, name, "metadata.ownerReferences")
+        fresh.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+        return True
+
+    out = update_with_retry(api, ref.namespace, name, mutate, current=existing)
+    logger.info(
+        "{} {}: {} {} lacked its worker labels; they are put back", ref.kind, ref.key,
+        api.res.kind, name,
+    )  # fmt: skip
+    return out
 
 
 def roll_out(
@@ -287,9 +327,10 @@ class OwnedWorkloads:
         self.owner_resource = owner
         self.runtime = ctx.worker_runtime
         self.owners: SharedInformer = ctx.informers.informer(owner)
-        self.deployment_informer: SharedInformer = ctx.informers.informer(DEPLOYMENTS)
-        self.service_informer: SharedInformer = ctx.informers.informer(SERVICES)
-        self.hpa_informer: SharedInformer = ctx.informers.informer(HPAS)
+        # scoped by the owner kind's label: the cluster's other objects are not cached
+        self.deployment_informer: SharedInformer = ctx.informers.owned_by_kind(DEPLOYMENTS, owner)
+        self.service_informer: SharedInformer = ctx.informers.owned_by_kind(SERVICES, owner)
+        self.hpa_informer: SharedInformer = ctx.informers.owned_by_kind(HPAS, owner)
         self.pod_informer: SharedInformer | None = (
             ctx.informers.worker_pods(owner) if pods else None
         )

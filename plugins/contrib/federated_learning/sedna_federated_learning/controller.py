@@ -119,6 +119,15 @@ class _Retry(_Blocked):
     """A failure that may heal by itself (missing secret, API error): retried with backoff."""
 
 
+class _Conflict(_Blocked):
+    """A foreign object holds a name the job needs: looked at again every
+    ``CONFLICT_RECHECK_SECONDS``, as the label-scoped cache does not show it go."""
+
+
+# a foreign Service of the aggregator's name costs one create and one get per recheck
+CONFLICT_RECHECK_SECONDS = 5.0
+
+
 def _meta(obj: Obj) -> Obj:
     meta = obj.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
@@ -221,7 +230,8 @@ class FederatedLearningController(Controller):
         self.models_client = ctx.kube.resource(MODELS)
         self.jobs = ctx.informers.informer(FEDERATED_LEARNING_JOBS)
         self.pods = ctx.informers.worker_pods(FEDERATED_LEARNING_JOBS)
-        self.services = ctx.informers.informer(SERVICES)
+        # only Services labelled for federated learning jobs: foreign ones are not cached
+        self.services = ctx.informers.owned_by_kind(SERVICES, FEDERATED_LEARNING_JOBS)
         self.models = ctx.informers.informer(MODELS)
         self.datasets = ctx.informers.informer(DATASETS)
         self.worker_label = f"{KIND.lower()}.sedna.io/worker-type"
@@ -313,7 +323,8 @@ class FederatedLearningController(Controller):
             self._owned_changed(owned)
 
     def _service_changed(self, service: Obj) -> None:
-        """Ours wake their job; any other of the aggregator's name wakes the job it blocks."""
+        """Ours wake their job; another of the aggregator's name wakes the job it blocks
+        (only one labelled for these jobs is cached: an unlabelled one is rechecked)."""
         key = self._owner_key(service)
         if key is None:
             meta = _meta(service)
@@ -495,6 +506,9 @@ class FederatedLearningController(Controller):
         except _Retry as exc:
             self._blocked(job, exc.reason, exc.message)
             return Result(requeue=True)
+        except _Conflict as exc:
+            self._blocked(job, exc.reason, exc.message)
+            return Result(requeue_after=CONFLICT_RECHECK_SECONDS)
         except _Blocked as exc:
             self._blocked(job, exc.reason, exc.message)
             return None
@@ -562,7 +576,7 @@ class FederatedLearningController(Controller):
                 seen,
             )
         except WorkloadConflict:
-            raise _Blocked(
+            raise _Conflict(
                 "ServiceConflict",
                 f"Service {ns}/{name} exists and is not controlled by this job (the training "
                 "workers' AGG_IP would name it)",
