@@ -101,9 +101,9 @@ def _rss() -> int:
 
 
 def _sample(file: str) -> dict[str, Any]:
-    import yaml
+    from sedna.embedded.kube_yaml import load_all  # as kubectl reads it: `24:00` a string
 
-    return dict(yaml.safe_load((REFERENCE / "crd-samples" / file).read_text()))
+    return dict(next(load_all((REFERENCE / "crd-samples" / file).read_text())))
 
 
 # -- objects as a cluster holds them ----------------------------------------------------
@@ -623,6 +623,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     _quiet_logs()
+    if importlib.util.find_spec("embedded_server") is not None:
+        import embedded_server  # noqa: F401  # picks the PKI directory the children inherit
     ctx = mp.get_context("spawn")
     fractions = [float(f) for f in args.fractions.split(",") if f]
     parts = [p for p in args.parts.split(",") if p]
