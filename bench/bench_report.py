@@ -70,6 +70,24 @@ def _api_client(url: str) -> Any:
     return api_client_for_url(url)
 
 
+class _GCPauses:
+    """Cyclic-GC pauses of this process of at least 5 ms, on CLOCK_MONOTONIC (as the
+    bench's send and receive times), so they can be laid beside the slow reports."""
+
+    def __init__(self) -> None:
+        import gc
+
+        self.pauses: list[tuple[float, float, int]] = []  # (start, ms, generation)
+        self._t0 = 0.0
+        gc.callbacks.append(self._on)
+
+    def _on(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        elif (ms := (time.perf_counter() - self._t0) * 1e3) >= 5 and len(self.pauses) < 10_000:
+            self.pauses.append((self._t0, round(ms, 1), int(info["generation"])))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -113,8 +131,16 @@ def _gm(url: str, ns: str, port: int, token_file: str, ready_q: Any, stop: Any) 
         config, container=container, extra_plugins={il_plugin.FEATURE_NAME: il_plugin}
     )
     manager.start()
+    from sedna.heap import HeapSettler
+
+    settler = HeapSettler()  # as the CLI runs it once the manager has started
+    if not os.environ.get("BENCH_NO_SETTLE"):
+        settler.start()
     ready_q.put(os.getpid())
+    pauses = _GCPauses()
     stop.wait()
+    ready_q.put(pauses.pauses)
+    settler.stop()
     manager.stop()
 
 
@@ -142,11 +168,22 @@ def _serve(url_q: Any, stop: Any) -> None:
     """The API server, as bench_reconcile's but with a history of 5 000 events (its
     cyclic GC pauses grow with its heap; see the module doc)."""
     br._quiet_logs()
-    srv = _api_server(host="127.0.0.1", port=0, history=5000)
+    # no schema checks: the jobs are bench_reconcile's (PyYAML reads the sample's
+    # `02:00` timer as a number)
+    srv = _api_server(host="127.0.0.1", port=0, history=5000, schema_validation=False)
     srv.start()
     srv.install_crds_from_dir(br.REFERENCE / "crds")
+    from sedna.heap import HeapSettler
+
+    # the embedded mode's server shares the GM's process, and so its settler
+    settler = HeapSettler()
+    if not os.environ.get("BENCH_NO_SETTLE"):
+        settler.start()
+    pauses = _GCPauses()
     url_q.put((srv.url, os.getpid()))
     stop.wait()
+    url_q.put(pauses.pauses)
+    settler.stop()
     srv.stop()
 
 
@@ -155,7 +192,15 @@ def _pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(p / 100 * len(values)))] if values else float("nan")
 
 
-def _run(ctx: Any, url: str, n: int, rate: float) -> dict[str, Any]:
+def _in_window(
+    pauses: list[tuple[float, float, int]], window: tuple[float, float]
+) -> list[list[float]]:
+    """The pauses during the reports: [seconds into the reports, ms, generation]."""
+    lo, hi = window
+    return [[round(t - lo, 2), ms, gen] for t, ms, gen in pauses if lo <= t <= hi]
+
+
+def _run(ctx: Any, url: str, server_pid: int, n: int, rate: float) -> dict[str, Any]:
     from websockets.sync.client import connect
 
     from sedna.runtime.kube import INCREMENTAL_LEARNING_JOBS, PODS, KubeClient
@@ -216,6 +261,7 @@ def _run(ctx: Any, url: str, n: int, rate: float) -> dict[str, Any]:
         time.sleep(1.0)
         names = [f"job-{i:05d}" for i in range(n)]
         sent: dict[str, float] = {}
+        cpu0 = (br._cpu_seconds(gm_pid), br._cpu_seconds(server_pid))
         start = time.perf_counter()
         for i, name in enumerate(names):
             delay = start + i / rate - time.perf_counter()
@@ -230,9 +276,13 @@ def _run(ctx: Any, url: str, n: int, rate: float) -> dict[str, Any]:
                 if len(created) >= n:
                     break
             time.sleep(0.1)
+        cpu1 = (br._cpu_seconds(gm_pid), br._cpu_seconds(server_pid))
         lc.close()
+        window = (start, time.perf_counter())
         with lock:
             lat = [created[k] - sent[k] for k in names if k in created]
+        stop.set()
+        gm_pauses = ready_q.get(timeout=30)
         return {
             "jobs": n,
             "rate_per_s": rate,
@@ -246,6 +296,13 @@ def _run(ctx: Any, url: str, n: int, rate: float) -> dict[str, Any]:
                 for k in names
                 if k in created and created[k] - sent[k] > 0.05
             ),
+            # CPU per report (each: a status write, the pod, their events and watches)
+            "cpu_ms_per_report": {
+                "gm": round((cpu1[0] - cpu0[0]) / n * 1e3, 2),
+                "apiserver": round((cpu1[1] - cpu0[1]) / n * 1e3, 2),
+            },
+            "gc_pauses_gm": _in_window(gm_pauses, window),
+            "window": window,
         }
     finally:
         watch_stop.set()
@@ -270,16 +327,20 @@ def main() -> int:
     url_q, server_stop = ctx.Queue(), ctx.Event()
     server = ctx.Process(target=_serve, args=(url_q, server_stop), daemon=True)
     server.start()
-    url, _pid = url_q.get(timeout=120)
+    url, server_pid = url_q.get(timeout=120)
     results: dict[str, Any] = {}
     try:
         for frac in (float(x) for x in args.fractions.split(",") if x):
             n = max(1, round(args.jobs * frac))
-            results[str(n)] = r = _run(ctx, url, n, args.rate)
+            results[str(n)] = r = _run(ctx, url, server_pid, n, args.rate)
             print(f"{n} jobs: {r}", file=sys.stderr, flush=True)
     finally:
         server_stop.set()
+        server_pauses = url_q.get(timeout=30)
         server.join(10)
+    for r in results.values():
+        r["gc_pauses_server"] = _in_window(server_pauses, r["window"])
+        del r["window"]
     doc = {
         "benchmark": "report",
         "results": results,

@@ -291,6 +291,7 @@ def _list_plugins(config: GMConfig) -> int:
 
 
 def _run(config: GMConfig, source: str) -> int:
+    from sedna.heap import HeapSettler
     from sedna.manager import Manager
     from sedna.plugins import load_plugins
     from sedna.startup import StartupError
@@ -300,6 +301,7 @@ def _run(config: GMConfig, source: str) -> int:
     plugins = load_plugins(config, source=source)
     embedded: Any = None
     manager: Manager | None = None
+    settler = HeapSettler()  # full GC walks grow with the caches: see sedna.heap
     received: list[str] = []  # a signal may come before the manager exists
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -327,6 +329,7 @@ def _run(config: GMConfig, source: str) -> int:
         manager.start()
         if embedded is not None:
             embedded.start_simulation(manager)
+        settler.start()  # the caches and the embedded store have their first contents
         manager.run()
         if manager.failure is not None:
             return _fail(manager.failure)
@@ -336,6 +339,7 @@ def _run(config: GMConfig, source: str) -> int:
         logger.exception("sedna-gm failed")
         return 1
     finally:
+        settler.stop()
         if manager is not None:
             manager.stop()
         if embedded is not None:
