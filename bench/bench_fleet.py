@@ -281,10 +281,26 @@ def _serve(cmd_q: Any, reply_q: Any) -> None:
     srv.start()
     srv.install_crds_from_dir(REFERENCE / "crds")
     reply_q.put((srv.url, os.getpid()))
+    from sedna.heap import HeapSettler
+
+    settler = HeapSettler()  # as the CLI runs it in the embedded mode's process
+    profile = os.environ.get("BENCH_PROFILE")
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
     while (cmd := cmd_q.get()) is not None:
         started = time.perf_counter()
         counts = _seed(srv, **cmd)
+        if not os.environ.get("BENCH_NO_SETTLE"):
+            settler.start()
+        if profile:  # the server's loop thread from here on (the GM's lists)
+            srv._call(prof.enable)
         reply_q.put({"seconds": round(time.perf_counter() - started, 1), **counts})
+    if profile:
+        srv._call(prof.disable)
+        prof.dump_stats(profile + ".server")
+    settler.stop()
     srv.stop()
 
 
@@ -444,8 +460,38 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
     manager = Manager(
         config, container=container, extra_plugins={il_plugin.FEATURE_NAME: il_plugin}
     )
+    from sedna.heap import HeapSettler
+
+    settler = HeapSettler()  # as the CLI runs it
+    if variant == "startup" and not os.environ.get("BENCH_NO_SETTLE"):
+        settler.start()
+    profile = os.environ.get("BENCH_PROFILE")  # a file: the start's profile, all threads
+    profiles: list[Any] = []
+    if profile:
+        import cProfile
+        import threading
+
+        original_run = threading.Thread.run
+
+        def profiled_run(self: Any) -> None:
+            prof = cProfile.Profile()
+            profiles.append(prof)
+            prof.runcall(original_run, self)
+
+        threading.Thread.run = profiled_run  # type: ignore[method-assign]
+        main_prof = cProfile.Profile()
+        profiles.append(main_prof)
+        main_prof.enable()
     manager.start()
     started_at = time.perf_counter()
+    if profile:
+        import pstats
+
+        main_prof.disable()
+        time.sleep(1.0)  # the first syncs
+        for p in profiles:
+            p.create_stats()  # a thread's profile so far (threads still run)
+        pstats.Stats(*profiles).dump_stats(profile)
     # idle: every job synced once and the process' CPU no longer moving
     deadline = time.monotonic() + 300
     cpu = -1.0
@@ -483,6 +529,7 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
             "cpu_s": round(cpu, 2),
         }
     )
+    settler.stop()
     manager.stop()
 
 

@@ -323,13 +323,13 @@ def _run(config: GMConfig, source: str) -> int:
 
             embedded = EmbeddedMode(config)
             config = embedded.prepare()
+        settler.start()  # the embedded store is loaded; the caches join at the next round
         manager = Manager(config, config_source=source, plugins=plugins)
         if received:
             manager.request_stop(received[0])
         manager.start()
         if embedded is not None:
             embedded.start_simulation(manager)
-        settler.start()  # the caches and the embedded store have their first contents
         manager.run()
         if manager.failure is not None:
             return _fail(manager.failure)
