@@ -77,7 +77,8 @@ class _GCPauses:
     def __init__(self) -> None:
         import gc
 
-        self.pauses: list[tuple[float, float, int]] = []  # (start, ms, generation)
+        # (start, ms, generation, by the heap settler: 1, else 0)
+        self.pauses: list[tuple[float, float, int, int]] = []
         self._t0 = 0.0
         gc.callbacks.append(self._on)
 
@@ -85,7 +86,8 @@ class _GCPauses:
         if phase == "start":
             self._t0 = time.perf_counter()
         elif (ms := (time.perf_counter() - self._t0) * 1e3) >= 5 and len(self.pauses) < 10_000:
-            self.pauses.append((self._t0, round(ms, 1), int(info["generation"])))
+            ours = int(threading.current_thread().name == "heap-settler")
+            self.pauses.append((self._t0, round(ms, 1), int(info["generation"]), ours))
 
 
 def _free_port() -> int:
@@ -193,11 +195,12 @@ def _pct(values: list[float], p: float) -> float:
 
 
 def _in_window(
-    pauses: list[tuple[float, float, int]], window: tuple[float, float]
+    pauses: list[tuple[float, float, int, int]], window: tuple[float, float]
 ) -> list[list[float]]:
-    """The pauses during the reports: [seconds into the reports, ms, generation]."""
+    """The pauses during the reports: [seconds into the reports, ms, generation,
+    1 if the heap settler's]."""
     lo, hi = window
-    return [[round(t - lo, 2), ms, gen] for t, ms, gen in pauses if lo <= t <= hi]
+    return [[round(t - lo, 2), ms, gen, ours] for t, ms, gen, ours in pauses if lo <= t <= hi]
 
 
 def _run(ctx: Any, url: str, server_pid: int, n: int, rate: float) -> dict[str, Any]:

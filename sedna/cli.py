@@ -323,7 +323,7 @@ def _run(config: GMConfig, source: str) -> int:
 
             embedded = EmbeddedMode(config)
             config = embedded.prepare()
-        settler.start()  # the embedded store is loaded; the caches join at the next round
+        settler.start()  # the embedded store is loaded; the caches join in the next rounds
         manager = Manager(config, config_source=source, plugins=plugins)
         if received:
             manager.request_stop(received[0])

@@ -25,8 +25,9 @@ import time
 
 from loguru import logger
 
-DEFAULT_INTERVAL = 10.0  # seconds between settles
-DEFAULT_FULL_EVERY = 360  # one collection of the whole heap per hour at the default interval
+# seconds between settles: each walks what survived since the previous one
+DEFAULT_INTERVAL = 2.0
+DEFAULT_FULL_EVERY = 1800  # one collection of the whole heap per hour at the default interval
 
 
 class HeapSettler:
