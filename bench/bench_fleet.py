@@ -26,6 +26,11 @@ RSS is VmRSS after ``gc.collect()`` once the GM is idle (its CPU stopped moving)
 kopf and the lean loop of ``bench_reconcile.py`` cache no pods and no jobs, so they
 have no figure here.
 
+The server and (in ``startup``) the GM run the heap settler (``sedna.heap``) as the
+CLI does; ``BENCH_NO_SETTLE=1`` runs without it. ``BENCH_PROFILE=FILE`` writes a
+cProfile of the GM's start (every thread) to FILE and of the server's loop thread while
+the GM lists to FILE.server.
+
 Run: ``python bench/bench_fleet.py [--parts foreign,cache,startup] [--fractions
 0.1,0.333,1] [--jobs 10000] [--foreign 30000]``. Writes ``bench/results/fleet.json``.
 """
