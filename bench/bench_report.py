@@ -14,7 +14,8 @@ more in either process during the reports (the heap settler's own marked). The b
 at 1 000 jobs were full (gen-2) collections: one of 222 ms in the API server's process
 began as a burst of slow reports did; with both processes running the heap settler
 (``sedna.heap``, as the CLI does) no such collection happens during the reports.
-``BENCH_NO_SETTLE=1`` runs without it.
+``BENCH_NO_SETTLE=1`` runs without it; ``BENCH_PROFILE=FILE`` writes a cProfile of
+the GM's run (every thread) to FILE.
 
 Run: ``python bench/bench_report.py [--jobs 1000] [--rate 100] [--fractions
 0.1,0.333,1]``. Writes ``bench/results/report.json``.
@@ -134,6 +135,19 @@ def _gm(url: str, ns: str, port: int, token_file: str, ready_q: Any, stop: Any) 
     manager = Manager(
         config, container=container, extra_plugins={il_plugin.FEATURE_NAME: il_plugin}
     )
+    profile = os.environ.get("BENCH_PROFILE")  # a file: the GM's whole run, every thread
+    profiles: list[Any] = []
+    if profile:
+        import cProfile
+
+        original_run = threading.Thread.run
+
+        def profiled_run(self: Any) -> None:
+            prof = cProfile.Profile()
+            profiles.append(prof)
+            prof.runcall(original_run, self)
+
+        threading.Thread.run = profiled_run  # type: ignore[method-assign]
     manager.start()
     from sedna.heap import HeapSettler
 
@@ -144,6 +158,12 @@ def _gm(url: str, ns: str, port: int, token_file: str, ready_q: Any, stop: Any) 
     pauses = _GCPauses()
     stop.wait()
     ready_q.put(pauses.pauses)
+    if profile:
+        import pstats
+
+        for p in profiles:
+            p.create_stats()
+        pstats.Stats(*profiles).dump_stats(profile)
     settler.stop()
     manager.stop()
 
