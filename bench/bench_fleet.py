@@ -28,6 +28,11 @@ RSS is VmRSS after ``gc.collect()`` once the GM is idle (its CPU stopped moving)
 kopf and the lean loop of ``bench_reconcile.py`` cache no pods and no jobs, so they
 have no figure here.
 
+The server and (in ``startup``) the GM run the heap settler (``sedna.heap``) as the
+CLI does; ``BENCH_NO_SETTLE=1`` runs without it. ``BENCH_PROFILE=FILE`` writes a
+cProfile of the GM's start (every thread) to FILE and of the server's loop thread while
+the GM lists to FILE.server.
+
 Run: ``python bench/bench_fleet.py [--parts foreign,cache,startup] [--fractions
 0.1,0.333,1] [--jobs 10000] [--foreign 30000]``. Writes ``bench/results/fleet.json``.
 """
@@ -103,14 +108,9 @@ def _rss() -> int:
 
 
 def _sample(file: str) -> dict[str, Any]:
-    import re
+    from sedna.embedded.kube_yaml import load_all  # as kubectl reads it: `24:00` a string
 
-    import yaml
-
-    # YAML 1.1 reads an unquoted "24:00" as the base-60 integer 1440; the CRD says string
-    text = re.sub(r": (\d{1,2}:\d{2})$", r': "\1"', (REFERENCE / "crd-samples" / file).read_text(),
-                  flags=re.M)  # fmt: skip
-    return dict(yaml.safe_load(text))
+    return dict(next(load_all((REFERENCE / "crd-samples" / file).read_text())))
 
 
 # -- objects as a cluster holds them ----------------------------------------------------
@@ -288,10 +288,26 @@ def _serve(cmd_q: Any, reply_q: Any) -> None:
     srv.start()
     srv.install_crds_from_dir(REFERENCE / "crds")
     reply_q.put((srv.url, os.getpid()))
+    from sedna.heap import HeapSettler
+
+    settler = HeapSettler()  # as the CLI runs it in the embedded mode's process
+    profile = os.environ.get("BENCH_PROFILE")
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
     while (cmd := cmd_q.get()) is not None:
         started = time.perf_counter()
         counts = _seed(srv, **cmd)
+        if not os.environ.get("BENCH_NO_SETTLE"):
+            settler.start()
+        if profile:  # the server's loop thread from here on (the GM's lists)
+            srv._call(prof.enable)
         reply_q.put({"seconds": round(time.perf_counter() - started, 1), **counts})
+    if profile:
+        srv._call(prof.disable)
+        prof.dump_stats(profile + ".server")
+    settler.stop()
     srv.stop()
 
 
@@ -514,8 +530,38 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
     manager = Manager(
         config, container=container, extra_plugins={il_plugin.FEATURE_NAME: il_plugin}
     )
+    from sedna.heap import HeapSettler
+
+    settler = HeapSettler()  # as the CLI runs it
+    if variant == "startup" and not os.environ.get("BENCH_NO_SETTLE"):
+        settler.start()
+    profile = os.environ.get("BENCH_PROFILE")  # a file: the start's profile, all threads
+    profiles: list[Any] = []
+    if profile:
+        import cProfile
+        import threading
+
+        original_run = threading.Thread.run
+
+        def profiled_run(self: Any) -> None:
+            prof = cProfile.Profile()
+            profiles.append(prof)
+            prof.runcall(original_run, self)
+
+        threading.Thread.run = profiled_run  # type: ignore[method-assign]
+        main_prof = cProfile.Profile()
+        profiles.append(main_prof)
+        main_prof.enable()
     manager.start()
     started_at = time.perf_counter()
+    if profile:
+        import pstats
+
+        main_prof.disable()
+        time.sleep(1.0)  # the first syncs
+        for p in profiles:
+            p.create_stats()  # a thread's profile so far (threads still run)
+        pstats.Stats(*profiles).dump_stats(profile)
     # idle: every job synced once and the process' CPU no longer moving
     deadline = time.monotonic() + 300
     cpu = -1.0
@@ -563,6 +609,7 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
             "cpu_s": round(cpu, 2),
         }
     )
+    settler.stop()
     manager.stop()
 
 
@@ -727,8 +774,7 @@ def main() -> int:
     args = parser.parse_args()
     _quiet_logs()
     if importlib.util.find_spec("embedded_server") is not None:
-        # sets $SEDNA_BENCH_PKI here, so the server and the GM child share one CA
-        import embedded_server  # noqa: F401
+        import embedded_server  # noqa: F401  # picks the PKI directory the children inherit
     ctx = mp.get_context("spawn")
     fractions = [float(f) for f in args.fractions.split(",") if f]
     parts = [p for p in args.parts.split(",") if p]
@@ -743,22 +789,29 @@ def main() -> int:
         if "startup" in parts:
             results["startup"][f"{jobs}/{jobs + foreign}"] = _startup(ctx, jobs, foreign)
     previous: dict[str, Any] = {}
+    previous_runs: dict[str, Any] = {}
     if args.out.exists():
-        previous = json.loads(args.out.read_text()).get("results", {})
+        old = json.loads(args.out.read_text())
+        previous = old.get("results", {})
+        previous_runs = old.get("runs", {}) if isinstance(old.get("runs"), dict) else {}
+    run = {
+        "command": " ".join(["python bench/bench_fleet.py", *sys.argv[1:]]),
+        "parameters": {"jobs": args.jobs, "foreign": args.foreign, "fractions": fractions},
+        "load_average_at_end": os.getloadavg(),
+        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     doc = {
         "benchmark": "fleet",
-        # a partial run (--parts, --fractions) replaces only the figures it measured
+        # a partial run (--parts, --fractions) replaces only the figures it measured;
+        # `runs` says which run measured each part
         "results": {
             part: {**previous.get(part, {}), **results.get(part, {})}
             for part in {*previous, *results}
         },
-        "parameters": {"jobs": args.jobs, "foreign": args.foreign, "fractions": fractions},
-        "load_average_at_end": os.getloadavg(),
-        "command": " ".join(["python bench/bench_fleet.py", *sys.argv[1:]]),
+        "runs": {**previous_runs, **{part: run for part in results}},
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
-        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=2) + "\n")

@@ -8,11 +8,14 @@ Train ``ready`` report at ``--rate`` reports per second. A raw pod watch in this
 process notes when each job's train pod is ADDED; the latency runs from the report's
 send to that event (both on CLOCK_MONOTONIC), so it includes the watch's delivery.
 Reported: p50, p99 and max over the N jobs, at one tenth, one third and the whole of
-``--jobs``, and when the reports slower than 50 ms were sent: at 1 000 jobs they come
-in one or two bursts of 0.2-0.4 s, not spread out. One cause seen: cyclic garbage
-collections in the API server's process (gen-2 pauses of 150-170 ms with 1 000 jobs and
-a history of 100 000 events, seen with ``gc.callbacks``; this bench's server keeps
-5 000, and the bursts remain).
+``--jobs``; the reports slower than 50 ms grouped in bursts by when they were sent; the
+CPU per report of the GM and of the API server; and every cyclic-GC pause of 5 ms or
+more in either process during the reports (the heap settler's own marked). The bursts
+at 1 000 jobs were full (gen-2) collections: one of 222 ms in the API server's process
+began as a burst of slow reports did; with both processes running the heap settler
+(``sedna.heap``, as the CLI does) no such collection happens during the reports.
+``BENCH_NO_SETTLE=1`` runs without it; ``BENCH_PROFILE=FILE`` writes a cProfile of
+the GM's run (every thread) to FILE.
 
 Run: ``python bench/bench_report.py [--jobs 1000] [--rate 100] [--fractions
 0.1,0.333,1]``. Writes ``bench/results/report.json``.
@@ -70,6 +73,26 @@ def _api_client(url: str) -> Any:
     return api_client_for_url(url)
 
 
+class _GCPauses:
+    """Cyclic-GC pauses of this process of at least 5 ms, on CLOCK_MONOTONIC (as the
+    bench's send and receive times), so they can be laid beside the slow reports."""
+
+    def __init__(self) -> None:
+        import gc
+
+        # (start, ms, generation, by the heap settler: 1, else 0)
+        self.pauses: list[tuple[float, float, int, int]] = []
+        self._t0 = 0.0
+        gc.callbacks.append(self._on)
+
+    def _on(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        elif (ms := (time.perf_counter() - self._t0) * 1e3) >= 5 and len(self.pauses) < 10_000:
+            ours = int(threading.current_thread().name == "heap-settler")
+            self.pauses.append((self._t0, round(ms, 1), int(info["generation"]), ours))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -112,9 +135,36 @@ def _gm(url: str, ns: str, port: int, token_file: str, ready_q: Any, stop: Any) 
     manager = Manager(
         config, container=container, extra_plugins={il_plugin.FEATURE_NAME: il_plugin}
     )
+    profile = os.environ.get("BENCH_PROFILE")  # a file: the GM's whole run, every thread
+    profiles: list[Any] = []
+    if profile:
+        import cProfile
+
+        original_run = threading.Thread.run
+
+        def profiled_run(self: Any) -> None:
+            prof = cProfile.Profile()
+            profiles.append(prof)
+            prof.runcall(original_run, self)
+
+        threading.Thread.run = profiled_run  # type: ignore[method-assign]
     manager.start()
+    from sedna.heap import HeapSettler
+
+    settler = HeapSettler()  # as the CLI runs it once the manager has started
+    if not os.environ.get("BENCH_NO_SETTLE"):
+        settler.start()
     ready_q.put(os.getpid())
+    pauses = _GCPauses()
     stop.wait()
+    ready_q.put(pauses.pauses)
+    if profile:
+        import pstats
+
+        for p in profiles:
+            p.create_stats()
+        pstats.Stats(*profiles).dump_stats(profile)
+    settler.stop()
     manager.stop()
 
 
@@ -142,11 +192,22 @@ def _serve(url_q: Any, stop: Any) -> None:
     """The API server, as bench_reconcile's but with a history of 5 000 events (its
     cyclic GC pauses grow with its heap; see the module doc)."""
     br._quiet_logs()
-    srv = _api_server(host="127.0.0.1", port=0, history=5000)
+    # no schema checks: the jobs are bench_reconcile's (PyYAML reads the sample's
+    # `02:00` timer as a number)
+    srv = _api_server(host="127.0.0.1", port=0, history=5000, schema_validation=False)
     srv.start()
     srv.install_crds_from_dir(br.REFERENCE / "crds")
+    from sedna.heap import HeapSettler
+
+    # the embedded mode's server shares the GM's process, and so its settler
+    settler = HeapSettler()
+    if not os.environ.get("BENCH_NO_SETTLE"):
+        settler.start()
+    pauses = _GCPauses()
     url_q.put((srv.url, os.getpid()))
     stop.wait()
+    url_q.put(pauses.pauses)
+    settler.stop()
     srv.stop()
 
 
@@ -155,7 +216,29 @@ def _pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(p / 100 * len(values)))] if values else float("nan")
 
 
-def _run(ctx: Any, url: str, n: int, rate: float) -> dict[str, Any]:
+def _bursts(times: list[float], gap: float = 0.1) -> list[list[float]]:
+    """Sorted send times grouped where they lie within ``gap`` s of each other:
+    [first, last, how many] per group (seconds into the reports)."""
+    out: list[list[float]] = []
+    for t in times:
+        if out and t - out[-1][1] <= gap:
+            out[-1][1] = round(t, 2)
+            out[-1][2] += 1
+        else:
+            out.append([round(t, 2), round(t, 2), 1])
+    return out
+
+
+def _in_window(
+    pauses: list[tuple[float, float, int, int]], window: tuple[float, float]
+) -> list[list[float]]:
+    """The pauses during the reports: [seconds into the reports, ms, generation,
+    1 if the heap settler's]."""
+    lo, hi = window
+    return [[round(t - lo, 2), ms, gen, ours] for t, ms, gen, ours in pauses if lo <= t <= hi]
+
+
+def _run(ctx: Any, url: str, server_pid: int, n: int, rate: float) -> dict[str, Any]:
     from websockets.sync.client import connect
 
     from sedna.runtime.kube import INCREMENTAL_LEARNING_JOBS, PODS, KubeClient
@@ -216,6 +299,7 @@ def _run(ctx: Any, url: str, n: int, rate: float) -> dict[str, Any]:
         time.sleep(1.0)
         names = [f"job-{i:05d}" for i in range(n)]
         sent: dict[str, float] = {}
+        cpu0 = (br._cpu_seconds(gm_pid), br._cpu_seconds(server_pid))
         start = time.perf_counter()
         for i, name in enumerate(names):
             delay = start + i / rate - time.perf_counter()
@@ -230,9 +314,16 @@ def _run(ctx: Any, url: str, n: int, rate: float) -> dict[str, Any]:
                 if len(created) >= n:
                     break
             time.sleep(0.1)
+        cpu1 = (br._cpu_seconds(gm_pid), br._cpu_seconds(server_pid))
         lc.close()
+        window = (start, time.perf_counter())
         with lock:
             lat = [created[k] - sent[k] for k in names if k in created]
+            slow = sorted(
+                sent[k] - start for k in names if k in created and created[k] - sent[k] > 0.05
+            )
+        stop.set()
+        gm_pauses = ready_q.get(timeout=30)
         return {
             "jobs": n,
             "rate_per_s": rate,
@@ -240,12 +331,16 @@ def _run(ctx: Any, url: str, n: int, rate: float) -> dict[str, Any]:
             "p50_ms": round(_pct(lat, 50) * 1e3, 1),
             "p99_ms": round(_pct(lat, 99) * 1e3, 1),
             "max_ms": round(max(lat, default=float("nan")) * 1e3, 1),
-            # when the slow ones were sent (seconds into the reports): a burst or spread
-            "over_50ms_sent_at_s": sorted(
-                round(sent[k] - start, 2)
-                for k in names
-                if k in created and created[k] - sent[k] > 0.05
-            ),
+            # when the slow ones were sent (seconds into the reports): bursts or spread
+            "over_50ms": len(slow),
+            "over_50ms_bursts": _bursts(slow),
+            # CPU per report (each: a status write, the pod, their events and watches)
+            "cpu_ms_per_report": {
+                "gm": round((cpu1[0] - cpu0[0]) / n * 1e3, 2),
+                "apiserver": round((cpu1[1] - cpu0[1]) / n * 1e3, 2),
+            },
+            "gc_pauses_gm": _in_window(gm_pauses, window),
+            "window": window,
         }
     finally:
         watch_stop.set()
@@ -270,16 +365,20 @@ def main() -> int:
     url_q, server_stop = ctx.Queue(), ctx.Event()
     server = ctx.Process(target=_serve, args=(url_q, server_stop), daemon=True)
     server.start()
-    url, _pid = url_q.get(timeout=120)
+    url, server_pid = url_q.get(timeout=120)
     results: dict[str, Any] = {}
     try:
         for frac in (float(x) for x in args.fractions.split(",") if x):
             n = max(1, round(args.jobs * frac))
-            results[str(n)] = r = _run(ctx, url, n, args.rate)
+            results[str(n)] = r = _run(ctx, url, server_pid, n, args.rate)
             print(f"{n} jobs: {r}", file=sys.stderr, flush=True)
     finally:
         server_stop.set()
+        server_pauses = url_q.get(timeout=30)
         server.join(10)
+    for r in results.values():
+        r["gc_pauses_server"] = _in_window(server_pauses, r["window"])
+        del r["window"]
     doc = {
         "benchmark": "report",
         "results": results,

@@ -291,6 +291,7 @@ def _list_plugins(config: GMConfig) -> int:
 
 
 def _run(config: GMConfig, source: str) -> int:
+    from sedna.heap import HeapSettler
     from sedna.manager import Manager
     from sedna.plugins import load_plugins
     from sedna.startup import StartupError
@@ -300,6 +301,7 @@ def _run(config: GMConfig, source: str) -> int:
     plugins = load_plugins(config, source=source)
     embedded: Any = None
     manager: Manager | None = None
+    settler = HeapSettler()  # full GC walks grow with the caches: see sedna.heap
     received: list[str] = []  # a signal may come before the manager exists
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -321,6 +323,7 @@ def _run(config: GMConfig, source: str) -> int:
 
             embedded = EmbeddedMode(config)
             config = embedded.prepare()
+        settler.start()  # the embedded store is loaded; the caches join in the next rounds
         manager = Manager(config, config_source=source, plugins=plugins)
         if received:
             manager.request_stop(received[0])
@@ -336,6 +339,7 @@ def _run(config: GMConfig, source: str) -> int:
         logger.exception("sedna-gm failed")
         return 1
     finally:
+        settler.stop()
         if manager is not None:
             manager.stop()
         if embedded is not None:

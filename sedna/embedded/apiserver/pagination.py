@@ -13,8 +13,9 @@ over a cache of snapshots keyed by token because:
 - a token expires for the very reason etcd's do: the history it needs was compacted.
   The watch history and the list snapshots age together, so ``faults.compact()`` (or
   a busy server overrunning the ring) sends 410 to old watches and old tokens alike;
-- a page costs one pass over the resource plus the retained events, with no copy
-  when nothing changed since the first page.
+- a page costs a range read of the resource's key order (``keyorder``) from the
+  token's key, as far as the page goes, plus the retained events since the token's
+  version; nothing is copied.
 
 Tokens have etcd3's format (base64url of ``{"v","rv","start"}``, ``start`` being the
 last key returned plus NUL), so clients that peek at them, and the messages for bad
@@ -35,6 +36,7 @@ from typing import Any
 import orjson
 
 from . import errors
+from .keyorder import Snapshot, key_range
 from .selectors import Matcher
 
 TOKEN_VERSION = "meta.k8s.io/v1"
@@ -129,13 +131,8 @@ def _is_clean(path: str) -> bool:
     return all(seg not in (".", "..") for seg in path[1:].split("/"))
 
 
-def list_key(ns: str, name: str, scope: str | None) -> str:
-    """An object's key relative to the list's prefix, as etcd3 puts it in tokens."""
-    return f"{ns}/{name}" if ns and scope is None else name
-
-
 def page(
-    objects: Mapping[tuple[str, str], dict[str, Any]],
+    snapshot: Snapshot,
     scope: str | None,
     matcher: Matcher | None,
     limit: int,
@@ -143,21 +140,19 @@ def page(
 ) -> Page:
     """Up to ``limit`` matching objects from ``start`` on, in key order.
 
-    Pages are filled after filtering, as the watch cache fills them, so a selector
-    never yields a short page while more matches remain; and, as there, the count of
-    what remains is given only without selectors (with them it would be a guess).
+    Reads the key range from ``start`` only as far as the page needs (etcd's range
+    read). Pages are filled after filtering, as the watch cache fills them, so a
+    selector never yields a short page while more matches remain; and, as there, the
+    count of what remains is given only without selectors (with them it would be a
+    guess).
     """
-    keyed = [
-        (k, obj)
-        for (ns, name), obj in objects.items()
-        if (scope is None or ns == scope) and (k := list_key(ns, name, scope)) >= start
-    ]
-    keyed.sort(key=lambda kv: kv[0])
+    lo, hi = key_range(scope, start)
     items: list[dict[str, Any]] = []
     last = ""
     more = False
-    for k, obj in keyed:
-        if matcher is not None and not matcher(obj):
+    for k in snapshot.keys(lo, hi):
+        obj = snapshot.get(k)
+        if obj is None or (matcher is not None and not matcher(obj)):
             continue
         if limit and len(items) >= limit:
             more = True
@@ -166,5 +161,6 @@ def page(
         last = k
     if not more:
         return Page(items, None, None)
-    remaining = len(keyed) - limit if matcher is None else None
-    return Page(items, last + "\x00", remaining)
+    remaining = snapshot.count(lo, hi) - limit if matcher is None else None
+    rel = last[len(scope) + 1 :] if scope is not None else last
+    return Page(items, rel + "\x00", remaining)

@@ -15,14 +15,11 @@ from typing import Any, Protocol
 
 from .bodies import encode_object
 from .errors import APIError
+from .keyorder import KeyOrder, Snapshot, etcd_key, key_range, object_key
 from .watch import Event, WatchHub
 
 Key = tuple[str, str]
 ObjId = tuple[Key, str, str]  # (resource key, namespace, name)
-
-
-def _etcd_order(oid: tuple[str, str]) -> str:
-    return f"{oid[0]}/{oid[1]}"
 
 
 class Persister(Protocol):
@@ -43,6 +40,8 @@ class Store:
         self.persister = persister
         self.rv = 1
         self.objects: dict[Key, dict[tuple[str, str], dict[str, Any]]] = {}
+        # each resource's keys in etcd's order: lists and pages read ranges of it
+        self.order: dict[Key, KeyOrder] = {}
         self.by_uid: dict[str, ObjId] = {}
         # owner uid -> dependents' ids; garbage collection walks this
         self.dependents: dict[str, set[ObjId]] = {}
@@ -61,33 +60,33 @@ class Store:
         bucket = self.objects.get(key)
         if not bucket:
             return []
-        if ns is None:
-            return [bucket[k] for k in sorted(bucket, key=_etcd_order)]
-        return [o for (n, _), o in sorted(bucket.items()) if n == ns]
+        if ns == "":  # cluster-scoped objects: the keys without a namespace
+            return [o for (n, _), o in sorted(bucket.items()) if n == ""]
+        lo, hi = key_range(ns, "")
+        return [bucket[object_key(k)] for k in self.order[key].between(lo, hi)]
 
-    def snapshot(self, key: Key, rv: int) -> dict[tuple[str, str], dict[str, Any]] | None:
+    def snapshot(self, key: Key, rv: int) -> Snapshot | None:
         """The objects of a resource as they were at ``rv``, None when that is unknowable.
 
-        Undoes, newest first, the retained events after ``rv``: the hub keeps each
-        event's previous state, so nothing but the history ring is needed. None when
-        events after ``rv`` were compacted away, or ``rv`` is ahead of this store (a
-        token from before a restart without persistence). The result may be the live
-        bucket itself: callers only read it.
+        Nothing is copied: the snapshot reads the live objects through the state at
+        ``rv`` of each object written since, taken from the retained events (each
+        keeps the object's previous state), so it costs the events since ``rv``, not
+        the resource. None when events after ``rv`` were compacted away, or ``rv`` is
+        ahead of this store (a token from before a restart without persistence).
         """
         if rv > self.rv or self.hub.too_old(rv):
             return None
-        bucket = self.objects.get(key, {})
-        undo = list(self.hub.since(key, rv))
-        if not undo:
-            return bucket
-        snap = dict(bucket)
-        for ev in reversed(undo):
-            oid = (ev.namespace, ev.obj["metadata"]["name"])
-            if ev.old is None:  # ADDED: absent before
-                snap.pop(oid, None)
-            else:
-                snap[oid] = ev.old
-        return snap
+        changed: dict[tuple[str, str], dict[str, Any] | None] = {}
+        for ev in self.hub.since(key, rv):
+            # the oldest event after rv holds the state at rv
+            changed.setdefault((ev.namespace, ev.obj["metadata"]["name"]), ev.old)
+        return Snapshot(self.objects.get(key, {}), self._order(key), changed)
+
+    def _order(self, key: Key) -> KeyOrder:
+        order = self.order.get(key)
+        if order is None:
+            order = self.order[key] = KeyOrder()
+        return order
 
     def lookup_uid(self, uid: str) -> tuple[ObjId, dict[str, Any]] | None:
         """Find an object by uid (owners are referenced by uid)."""
@@ -123,7 +122,10 @@ class Store:
         self.rv = rv
         ns = meta.get("namespace", "")
         name = meta["name"]
-        self.objects.setdefault(key, {})[(ns, name)] = obj
+        bucket = self.objects.setdefault(key, {})
+        if (ns, name) not in bucket:
+            self._order(key).add(etcd_key((ns, name)))
+        bucket[(ns, name)] = obj
         oid = (key, ns, name)
         if old is not None:
             self._unindex(oid, old)
@@ -139,7 +141,8 @@ class Store:
         ns = meta.get("namespace", "")
         name = meta["name"]
         bucket = self.objects.get(key, {})
-        bucket.pop((ns, name), None)
+        if bucket.pop((ns, name), None) is not None:
+            self._order(key).discard(etcd_key((ns, name)))
         self._unindex((key, ns, name), obj)
         rv = self.next_rv()
         final = dict(obj)
@@ -153,7 +156,10 @@ class Store:
         """Insert an object as it was persisted (no event, no new rv)."""
         meta = obj["metadata"]
         oid = (key, meta.get("namespace", ""), meta["name"])
-        self.objects.setdefault(key, {})[(oid[1], oid[2])] = obj
+        bucket = self.objects.setdefault(key, {})
+        if (oid[1], oid[2]) not in bucket:
+            self._order(key).add(etcd_key((oid[1], oid[2])))
+        bucket[(oid[1], oid[2])] = obj
         self._index(oid, obj)
 
     def _index(self, oid: ObjId, obj: dict[str, Any]) -> None:

@@ -114,10 +114,17 @@ class WatchHub:
         return rv < self.compacted_rv
 
     def since(self, key: tuple[str, str], rv: int) -> Iterator[Event]:
-        """Retained events of one resource after ``rv``, oldest first."""
-        for ev in self.history:
-            if ev.rv > rv and ev.key == key:
-                yield ev
+        """Retained events of one resource after ``rv``, oldest first.
+
+        Read from the newest back to ``rv``, so the cost is the events since ``rv``,
+        not the whole ring (a list page asks this with its first page's version)."""
+        newer: list[Event] = []
+        for ev in reversed(self.history):
+            if ev.rv <= rv:
+                break
+            if ev.key == key:
+                newer.append(ev)
+        return reversed(newer)
 
     def subscribe(self, w: Watcher) -> None:
         """Start feeding a watcher."""
