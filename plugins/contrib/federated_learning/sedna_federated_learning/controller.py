@@ -20,10 +20,11 @@ Sedna's Go GM, on purpose:
    set in the sync (Sedna does it in the update handler, racing the sync).
 4. Before creating pods the controller lists the job's pods from the server (not the
    cache): a create whose response was lost, or that the cache has not seen yet, is
-   never made twice. This covers more than remembering lost answers (the runtime's
-   `PodCreations`): a sync woken by our own status write can run before the pod cache
-   has seen the pods that sync's predecessor created. The list is made only when the
-   cache lacks a worker. Duplicates of one worker, whatever made them, are deleted.
+   never made twice (the runtime's `read_owned_pods`, the look-up `PodCreations` makes
+   before a retry). This covers more than remembering lost answers: a sync woken by our
+   own status write can run before the pod cache has seen the pods that sync's
+   predecessor created. The list is made only when the cache lacks a worker.
+   Duplicates of one worker, whatever made them, are deleted.
 5. A malformed spec, a missing Model or Dataset and a missing secret get a Warning Event
    and a `Training` condition with status False naming the field; the job waits
    (watching Models and Datasets) instead of failing, so fixing the input resumes it.
@@ -66,8 +67,8 @@ from sedna.runtime import (
     convert_map_to_metrics,
     ensure_service,
     job_selector,
-    label_selector_string,
     meta_namespace_key,
+    read_owned_pods,
     sedna_resource,
     split_key,
     update_status_with_retry,
@@ -620,14 +621,12 @@ class FederatedLearningController(Controller):
             return found.by_slot
         # Something is missing in the cache: ask the server before creating anything.
         try:
-            listed = self.pods_client.list(
-                ns, label_selector=label_selector_string(job_selector(job))
+            listed = read_owned_pods(
+                self.pods_client, ns, str(_meta(job).get("uid") or ""), job_selector(job)
             )
         except ApiError as exc:
             raise _Retry("PodListFailed", f"cannot list the job's pods: {exc}") from None
-        live = assign(
-            self._owned_pods(job, listed.get("items") or []), spec, generation, self.worker_label
-        )
+        live = assign(self._owned_pods(job, listed), spec, generation, self.worker_label)
         already = {_meta(p).get("name") for p in found.surplus}
         self._delete_surplus(
             job, [p for p in live.surplus if _meta(p).get("name") not in already], generation
