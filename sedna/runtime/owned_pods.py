@@ -34,7 +34,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
 from loguru import logger
@@ -164,6 +164,7 @@ class OwnedPods:
         self._enqueue = enqueue
         # creates whose answer was lost, by "<owner uid>/<want key>" and spec hash
         self.creations = PodCreations(self.api)
+        self._process_start = ctx.clock.wall()
         if pods is not None:
             pods.add_event_handler(ResourceEventHandlerFuncs(delete=self._pod_deleted))
 
@@ -294,7 +295,12 @@ class OwnedPods:
             self._expect(uid, want.key, made.pod, now)
             seen.created.append(f"Pod {name}")
             seen.active += 1
-            how = "adopted pod {} (its create's answer was lost)" if made.adopted else "made pod {}"
+            how = (
+                "adopted pod {} (found at the API: a create whose answer was lost, or one"
+                " made before a restart)"
+                if made.adopted
+                else "made pod {}"
+            )
             logger.info(
                 "{} {}/{}: " + how + " for {}",
                 owner.get("kind"), ns, _meta(owner).get("name"), name, want.key,
@@ -334,7 +340,20 @@ class OwnedPods:
             labels=generate_labels(job_ref(owner), want.worker_type),
             create=create,
             adoptable=adoptable,
+            verify=self._older_than_process(meta.get("creationTimestamp")),
         )
+
+    def _older_than_process(self, stamp: object) -> bool:
+        """Whether the GM before a restart may have made this owner's pods: its create
+        may have committed after this process's informers listed, so only the API can
+        tell (one LIST per create, for owners older than the process)."""
+        if not isinstance(stamp, str) or not stamp:
+            return True
+        try:
+            at = datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(UTC)
+        except ValueError:
+            return True
+        return at <= self._process_start
 
     def _delete(self, ns: str, pod: Obj, seen: PodsSeen, why: str) -> None:
         name = str(_meta(pod).get("name") or "")
