@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -124,7 +125,13 @@ def test_the_readme_sequence_with_kubectl(tmp_path: Path) -> None:
     server-side apply, so the CRD line runs as `kubectl create` (the same objects)."""
     section = README.read_text().split("### Plain manifests", 1)[1].split("```bash", 1)[1]
     lines = [ln for ln in section.split("```", 1)[0].splitlines() if ln.startswith("kubectl ")]
-    assert len(lines) == 3, lines
+    assert len(lines) == 2, lines
+    tokens = README.read_text().split("### LC tokens", 1)[1].split("```bash", 1)[1]
+    (token_line,) = [
+        ln.split("#")[0].strip()
+        for ln in tokens.split("```", 1)[0].splitlines()
+        if ln.startswith("sedna-gm token create")
+    ]
     srv = APIServer("127.0.0.1", 0)
     srv.start()
     try:
@@ -138,6 +145,14 @@ def test_the_readme_sequence_with_kubectl(tmp_path: Path) -> None:
                 capture_output=True, text=True, timeout=120, cwd=PROJECT,
             )  # fmt: skip
             assert proc.returncode == 0, f"{line}: {proc.stderr}"
+        # the node token, with the operator's kubeconfig (here: $KUBECONFIG)
+        proc = subprocess.run(
+            [sys.executable, "-m", "sedna.cli", *shlex.split(token_line)[1:]],
+            capture_output=True, text=True, timeout=120, cwd=PROJECT,
+            env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+        )  # fmt: skip
+        assert proc.returncode == 0, f"{token_line}: {proc.stderr}"
+        assert len(proc.stdout.strip()) >= 32  # the token, printed once
         proc = subprocess.run(
             ["kubectl", "--kubeconfig", str(kubeconfig), "get", "-n", "sedna",
              "deploy,svc,pdb,cm,secret,sa,role,rolebinding", "-o", "name"],
@@ -145,7 +160,7 @@ def test_the_readme_sequence_with_kubectl(tmp_path: Path) -> None:
         )  # fmt: skip
         listed = proc.stdout.split()
         expected = (
-            "deployment.apps/sedna-gm", "service/gm", "secret/sedna-gm-lc-token",
+            "deployment.apps/sedna-gm", "service/gm", "secret/sedna-lc-token-edge-node-1",
             "poddisruptionbudget.policy/sedna-gm", "configmap/sedna-gm-config",
         )  # fmt: skip
         for name in expected:
