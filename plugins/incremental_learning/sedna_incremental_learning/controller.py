@@ -43,7 +43,6 @@ from sedna.runtime import (
     StageBlocked,
     StagedJobFeature,
     StageMachine,
-    StageOptions,
     job_ref,
     model_hot_update_config_file,
 )
@@ -221,11 +220,7 @@ class IncrementalLearningController(StageMachine):
         super().__init__(
             ctx,
             self.il,
-            StageOptions(
-                max_conditions=self.options.maxConditions,
-                failure_backoff_seconds=self.options.failureBackoffSeconds,
-                failure_backoff_max_seconds=self.options.failureBackoffMaxSeconds,
-            ),
+            self.options.stage_options(),
         )
         self.models = self.il.models
         self.datasets = self.il.datasets
