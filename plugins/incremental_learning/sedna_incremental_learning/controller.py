@@ -37,11 +37,13 @@ from sedna.runtime import (
     Dependency,
     EdgeMessage,
     InvalidJob,
+    NamedDataset,
     NotFound,
     PodRequest,
     SharedInformer,
     StageBlocked,
     StagedJobFeature,
+    StageInputError,
     StageMachine,
     job_ref,
     model_hot_update_config_file,
@@ -56,9 +58,7 @@ from .workers import (
     EVAL_WORKER,
     INFERENCE_WORKER,
     TRAIN_WORKER,
-    InputError,
     JobInfo,
-    NamedDataset,
     NamedModel,
     eval_param,
     inference_param,
@@ -148,7 +148,7 @@ class IncrementalLearningFeature(StagedJobFeature):
             data = cond_data(condition.get("data"), obj, data_field)
             builder = train_param if stage == C.TRAIN else eval_param
             param = builder(self._job_info(job), spec, data, initial, dataset, data_field)
-        except (SpecError, InputError) as exc:
+        except (SpecError, StageInputError) as exc:
             raise StageBlocked("InvalidConditionData", f"{exc.field}: {exc.reason}") from None
         if stage == C.TRAIN:
             return PodRequest(spec.trainSpec.template, param, "spec.trainSpec.template")
