@@ -33,8 +33,6 @@ TRAIN_WORKER = "train"
 EVAL_WORKER = "eval"
 INFERENCE_WORKER = "inference"
 
-RESTART_POLICY = STAGE_RESTART_POLICY
-
 
 @dataclass(frozen=True)
 class JobInfo:
@@ -122,7 +120,7 @@ def train_param(
         worker_type=TRAIN_WORKER,
         mounts=mounts,
         env=_base_env(job, "train-worker-" + suffix()),
-        restart_policy=RESTART_POLICY,
+        restart_policy=STAGE_RESTART_POLICY,
         host_network=True,
     )
 
@@ -171,7 +169,7 @@ def eval_param(
         worker_type=EVAL_WORKER,
         mounts=mounts,
         env=_base_env(job, "eval-worker-" + suffix()),
-        restart_policy=RESTART_POLICY,
+        restart_policy=STAGE_RESTART_POLICY,
         host_network=True,
     )
 

@@ -35,7 +35,6 @@ TRAIN_WORKER = "train"
 EVAL_WORKER = "eval"
 INFERENCE_WORKER = "inference"
 
-RESTART_POLICY = STAGE_RESTART_POLICY
 DNS_POLICY = "ClusterFirstWithHostNet"
 DEPLOY_MODEL_PATH = "deploy/index.pkl"
 
@@ -127,7 +126,7 @@ def train_param(
         worker_type=TRAIN_WORKER,
         mounts=mounts,
         env=env,
-        restart_policy=RESTART_POLICY,
+        restart_policy=STAGE_RESTART_POLICY,
         host_network=True,
         dns_policy=DNS_POLICY,
     )
@@ -183,7 +182,7 @@ def eval_param(
         worker_type=EVAL_WORKER,
         mounts=mounts,
         env=env,
-        restart_policy=RESTART_POLICY,
+        restart_policy=STAGE_RESTART_POLICY,
         host_network=True,
         dns_policy=DNS_POLICY,
     )
