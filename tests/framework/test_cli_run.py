@@ -226,6 +226,15 @@ def test_no_cluster_is_one_line_and_exit_2(tmp_path: Path) -> None:
     ]
 
 
+def run_cli_script(script: str, apiserver: Any, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`python -c script gm.yaml`: the GM's CLI with what `script` arranges around it."""
+    path = tmp_path / "gm.yaml"
+    path.write_text(yaml.safe_dump(base_config(apiserver, tmp_path)))
+    return subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=30
+    )
+
+
 # Run as `python -c`: the GM's CLI in the main thread, and a thread that, once the GM
 # is started and the main thread waits, takes the SIGTERM itself (`pthread_kill` of its
 # own thread). The kernel does that too when the main thread is not where it can take
@@ -260,14 +269,7 @@ def test_a_stop_signal_taken_by_another_thread_still_stops_the_gm(
 ) -> None:
     """The main thread waits for the stop in a way that also sees a signal whose wake-up
     it missed (an untimed wait slept on: the GM never stopped)."""
-    path = tmp_path / "gm.yaml"
-    path.write_text(yaml.safe_dump(base_config(apiserver, tmp_path)))
-    proc = subprocess.run(
-        [sys.executable, "-c", _SIGNAL_ON_ANOTHER_THREAD, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    proc = run_cli_script(_SIGNAL_ON_ANOTHER_THREAD, apiserver, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "received SIGTERM, stopping" in proc.stderr
     assert "sedna-gm stopped" in proc.stderr
@@ -299,14 +301,7 @@ sys.exit(main(["--config", sys.argv[1]]))
 def test_a_stop_that_hangs_ends_at_the_deadline_with_every_thread_s_stack(
     apiserver: Any, tmp_path: Path
 ) -> None:
-    path = tmp_path / "gm.yaml"
-    path.write_text(yaml.safe_dump(base_config(apiserver, tmp_path)))
-    proc = subprocess.run(
-        [sys.executable, "-c", _STOP_THAT_HANGS, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    proc = run_cli_script(_STOP_THAT_HANGS, apiserver, tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert "received SIGTERM, stopping" in proc.stderr
     assert "in stuck_in_stop" in proc.stderr  # the stack says where it hung
