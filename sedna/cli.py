@@ -27,6 +27,11 @@ from sedna.runtime.logging import configure_logging
 
 EXIT_USAGE = 2
 
+STOP_DEADLINE_SECONDS = 25.0
+"""From the first stop signal to the exit, at most: within a pod's default grace
+period (30 s) before the kubelet's SIGKILL. A GM still stopping then writes every
+thread's stack to stderr and exits 1, so a hang says where it is."""
+
 
 @dataclass(frozen=True)
 class Command:
@@ -306,6 +311,8 @@ def _run(config: GMConfig, source: str) -> int:
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         # No logging here: loguru's handlers are not re-entrant from a signal handler.
+        if not received:
+            faulthandler.dump_traceback_later(STOP_DEADLINE_SECONDS, exit=True)
         received.append(f"received {signal.Signals(signum).name}")
         if manager is not None:
             manager.request_stop(received[0])
@@ -344,6 +351,7 @@ def _run(config: GMConfig, source: str) -> int:
             manager.stop()
         if embedded is not None:
             embedded.stop()
+        faulthandler.cancel_dump_traceback_later()
     logger.info("sedna-gm stopped")
     return 0
 

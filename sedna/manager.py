@@ -21,7 +21,13 @@ from sedna.runtime.config import GMConfig
 from sedna.runtime.container import RuntimeContainer
 from sedna.runtime.context import ControllerContext
 from sedna.runtime.health import HealthServer
-from sedna.runtime.host import FeatureHost, FeatureStartError, HostedFeature, build_context
+from sedna.runtime.host import (
+    FeatureHost,
+    FeatureStartError,
+    HostedFeature,
+    build_context,
+    wait_for_stop,
+)
 from sedna.runtime.kube import NODES, KubeClient, KubeConfigError
 from sedna.runtime.leader import LeaderElector
 from sedna.runtime.observability import informers_of
@@ -315,7 +321,7 @@ class Manager:
         """Start and block until `request_stop`; then stop cleanly."""
         self.start()
         try:
-            self._stopped.wait()
+            wait_for_stop(self._stopped)
             if self._stop_reason:
                 logger.info("{}, stopping", self._stop_reason)
         finally:

@@ -40,6 +40,22 @@ class FeatureStartError(RuntimeError):
     """A feature could not be built or the runtime could not start; for the operator."""
 
 
+STOP_POLL_SECONDS = 0.25
+
+
+def wait_for_stop(stopped: threading.Event) -> None:
+    """Block the main thread until `stopped` is set, waking every `STOP_POLL_SECONDS`.
+
+    A Python signal handler runs in the main thread only once that thread runs again.
+    An untimed wait is never woken when the signal comes just as the thread goes back
+    to sleep (right after another signal, e.g. a SIGUSR1 dump) or is taken by another
+    thread: the SIGTERM handler would be due forever and the process never stop. A
+    timed wait runs a due handler within `STOP_POLL_SECONDS`.
+    """
+    while not stopped.wait(STOP_POLL_SECONDS):
+        pass
+
+
 def validate_feature_options(feature: Feature, options: Mapping[str, Any] | None = None) -> Any:
     """A feature's options merged over its defaults and validated as gm.yaml's would be.
 
@@ -271,7 +287,7 @@ class FeatureHost:
         """Start, block until `request_stop` (e.g. from a signal handler), then stop."""
         self.start()
         try:
-            self._stopped.wait()
+            wait_for_stop(self._stopped)
             if self._stop_reason:
                 logger.info("{}, stopping", self._stop_reason)
         finally:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pluggy
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from sedna.runtime.context import ControllerContext
 
 PROJECT = "sedna"
@@ -43,6 +45,25 @@ class FeatureOptionsError(ValueError):
         super().__init__(f"{key}: {reason}")
         self.key = key
         self.reason = reason
+
+    @classmethod
+    def from_validation(cls, exc: ValidationError) -> FeatureOptionsError:
+        """The first error of an options model's validation, worded as gm.yaml's are
+        (`describe_error`), with the key relative to the feature's section.
+
+        A model-level check names its key by saying "<key>: <reason>".
+        """
+        from sedna.runtime.config import describe_error
+
+        err = exc.errors()[0]
+        if err.get("type") == "extra_forbidden":
+            return cls(".".join(str(p) for p in err.get("loc", ())), "unknown option")
+        if not err.get("loc"):
+            msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+            key, _, reason = msg.partition(": ")
+            return cls(key, reason or msg)
+        key, _, reason = describe_error(err).partition(": ")
+        return cls(key, reason)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from sedna.testing.gm import GMHarness
 from sedna.testing.kubelet import Kubelet
 from sedna.testing.lc import LCBase, Received
 from sedna.testing.logs import LogCapture, capture_logs
+from sedna.testing.staged import StagedJobApi, StagedJobLC, pod_env, run_stage, start_stage
 from sedna.testing.waiting import poll, wait_until
 
 __all__ = [
@@ -21,9 +22,14 @@ __all__ = [
     "LCBase",
     "LogCapture",
     "Received",
+    "StagedJobApi",
+    "StagedJobLC",
     "api_client_for",
     "capture_logs",
+    "pod_env",
     "poll",
+    "run_stage",
     "start_apiserver",
+    "start_stage",
     "wait_until",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from sedna.runtime.config import WebsocketConfig
 from sedna.runtime.messaging import MessageLayer, UpstreamMessage, UpstreamRegistry
 from sedna.runtime.metrics import Metrics
 
-from .helpers import wait_for
+from .helpers import advance_until, wait_for
 
 NODE = "edge-test"
 NS = "demo"
@@ -108,18 +108,6 @@ def lc(gm: GM, clock: FakeClock) -> Iterator[SimulatedLC]:
         yield sim
     finally:
         sim.stop()
-
-
-def advance_until(clock: FakeClock, probe: Callable[[], Any], what: str) -> Any:
-    """Step virtual time by LC ticks until probe() is truthy."""
-    for _ in range(400):
-        got = probe()
-        if got:
-            return got
-        wait_for(clock.has_waiters, "the LC to wait for its next tick")
-        clock.step(0.5)
-        time.sleep(0.005)
-    raise AssertionError(f"{what} did not happen within 200 s of virtual time")
 
 
 _stamp = [0]

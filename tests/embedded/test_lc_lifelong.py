@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +19,7 @@ from sedna.runtime.kube import DATASETS, KubeClient
 from sedna.runtime.messaging import MessageLayer, UpstreamMessage, UpstreamRegistry
 from sedna.runtime.metrics import Metrics
 
-from .helpers import wait_for
+from .helpers import advance_until, wait_for
 
 NODE = "edge-test"
 NS = "demo"
@@ -78,18 +78,6 @@ def lc(gm: GM, clock: FakeClock) -> Iterator[SimulatedLC]:
         yield sim
     finally:
         sim.stop()
-
-
-def advance_until(clock: FakeClock, probe: Callable[[], Any], what: str) -> Any:
-    """Step virtual time by LC ticks until probe() is truthy."""
-    for _ in range(400):
-        got = probe()
-        if got:
-            return got
-        wait_for(clock.has_waiters, "the LC to wait for its next tick")
-        clock.step(0.5)
-        time.sleep(0.005)
-    raise AssertionError(f"{what} did not happen within 200 s of virtual time")
 
 
 _stamp = [0]

@@ -224,3 +224,85 @@ def test_no_cluster_is_one_line_and_exit_2(tmp_path: Path) -> None:
         "in-cluster config failed (Service host/port is not set.) and the default kubeconfig "
         "failed (Invalid kube-config file. No configuration found.)"
     ]
+
+
+def run_cli_script(script: str, apiserver: Any, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`python -c script gm.yaml`: the GM's CLI with what `script` arranges around it."""
+    path = tmp_path / "gm.yaml"
+    path.write_text(yaml.safe_dump(base_config(apiserver, tmp_path)))
+    return subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=30
+    )
+
+
+# Run as `python -c`: the GM's CLI in the main thread, and a thread that, once the GM
+# is started and the main thread waits, takes the SIGTERM itself (`pthread_kill` of its
+# own thread). The kernel does that too when the main thread is not where it can take
+# a signal at the instant it comes (as right after a SIGUSR1 dump): the handler is then
+# due in the main thread, but nothing wakes the main thread to run it.
+_SIGNAL_ON_ANOTHER_THREAD = """
+import signal, sys, threading, time
+import sedna.manager
+from sedna.cli import main
+
+started = threading.Event()
+activate = sedna.manager.Manager._activate
+
+def _activate(self):
+    activate(self)
+    started.set()
+
+sedna.manager.Manager._activate = _activate
+
+def sigterm_here():
+    started.wait()
+    time.sleep(0.5)  # the main thread is in Manager.run's wait by now
+    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+threading.Thread(target=sigterm_here, daemon=True).start()
+sys.exit(main(["--config", sys.argv[1]]))
+"""
+
+
+def test_a_stop_signal_taken_by_another_thread_still_stops_the_gm(
+    apiserver: Any, tmp_path: Path
+) -> None:
+    """The main thread waits for the stop in a way that also sees a signal whose wake-up
+    it missed (an untimed wait slept on: the GM never stopped)."""
+    proc = run_cli_script(_SIGNAL_ON_ANOTHER_THREAD, apiserver, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "received SIGTERM, stopping" in proc.stderr
+    assert "sedna-gm stopped" in proc.stderr
+
+
+_STOP_THAT_HANGS = """
+import os, signal, sys, threading, time
+import sedna.cli
+import sedna.manager
+from sedna.cli import main
+
+sedna.cli.STOP_DEADLINE_SECONDS = 1.0
+activate = sedna.manager.Manager._activate
+stop = sedna.manager.Manager.stop
+
+def _activate(self):
+    activate(self)
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+
+def stuck_in_stop(self):
+    time.sleep(3600)  # a part that never stops
+
+sedna.manager.Manager._activate = _activate
+sedna.manager.Manager.stop = stuck_in_stop
+sys.exit(main(["--config", sys.argv[1]]))
+"""
+
+
+def test_a_stop_that_hangs_ends_at_the_deadline_with_every_thread_s_stack(
+    apiserver: Any, tmp_path: Path
+) -> None:
+    proc = run_cli_script(_STOP_THAT_HANGS, apiserver, tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "received SIGTERM, stopping" in proc.stderr
+    assert "in stuck_in_stop" in proc.stderr  # the stack says where it hung
+    assert "sedna-gm stopped" not in proc.stderr

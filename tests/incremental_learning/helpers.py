@@ -18,14 +18,21 @@ import kubernetes
 import sedna_incremental_learning.plugin as il_plugin
 from support.api import ApiBase
 from support.gm import GMHarness
-from support.lc import LCBase, Received
+from support.lc import Received
 from support.logs import LogCapture
 from support.samples import load_sample
 from support.waiting import wait_until
 
 from sedna.runtime import FakeClock
+from sedna.testing import StagedJobApi, StagedJobLC, pod_env, start_stage
 
-__all__ = ["LogCapture", "Received", "load_sample", "wait_until"]  # re-exported for the tests
+__all__ = [
+    "LogCapture",
+    "Received",
+    "load_sample",
+    "start_stage",
+    "wait_until",
+]  # re-exported for the tests
 
 LABEL = "incrementallearningjob.sedna.io/"
 JOB = "helmet-detection-demo"
@@ -41,59 +48,11 @@ TRAIN_INPUT: dict[str, Any] = {  # a dataset node LC's train/ready input for the
 # -- the API -------------------------------------------------------------------------
 
 
-class Api(ApiBase):
+class Api(ApiBase, StagedJobApi):
     """Raw access to the test namespace (the test's view of the cluster)."""
 
+    kind = "IncrementalLearningJob"
     subject = JOB
-
-    def job(self, name: str = JOB) -> dict[str, Any]:
-        return self.jobs.get(self.ns, name)
-
-    def conditions(self, name: str = JOB) -> list[dict[str, Any]]:
-        return list((self.job(name).get("status") or {}).get("conditions") or [])
-
-    def states(self, name: str = JOB) -> list[str]:
-        return [f"{c['stage']}/{c['type']}" for c in self.conditions(name)]
-
-    def latest(self, name: str = JOB) -> str:
-        states = self.states(name)
-        return states[-1] if states else ""
-
-    def wait_latest(self, state: str, name: str = JOB, timeout: float = 5.0) -> None:
-        wait_until(lambda: self.latest(name) == state, timeout, f"{name} at {state}")
-
-    def worker_pods(self, worker_type: str, name: str = JOB) -> list[dict[str, Any]]:
-        sel = f"{LABEL}name={name},{LABEL}worker-type={worker_type}"
-        items = self.pods.list(self.ns, label_selector=sel)["items"]
-        return sorted(items, key=lambda p: p["metadata"]["creationTimestamp"])
-
-    def live_pods(self, worker_type: str, name: str = JOB) -> list[dict[str, Any]]:
-        return [
-            p
-            for p in self.worker_pods(worker_type, name)
-            if not p["metadata"].get("deletionTimestamp")
-        ]
-
-    def pending_pod(self, worker_type: str, name: str = JOB) -> dict[str, Any]:
-        """The one worker of this type the GM has just created: earlier cycles' workers
-        have finished, so the unpacking asserts the GM made exactly one new Pending pod."""
-        (pod,) = [
-            p for p in self.live_pods(worker_type, name) if p["status"].get("phase") == "Pending"
-        ]
-        return pod
-
-    def set_phase(self, pod: str, phase: str, reason: str = "") -> None:
-        """The kubelet's part: report the pod's phase."""
-        status: dict[str, Any] = {"phase": phase}
-        if reason:
-            status["reason"] = reason
-        self.pods.patch(self.ns, pod, {"status": status}, subresource="status")
-
-    def set_phase_and_wait(self, pod: str, phase: str, state: str, name: str = JOB) -> None:
-        """The kubelet reports the pod's phase and the GM moves the job on to `state`: the
-        step by which the tests drive each stage's worker through its life."""
-        self.set_phase(pod, phase)
-        self.wait_latest(state, name)
 
     def event_list(self, name: str = JOB) -> list[tuple[str, str, str]]:
         return [
@@ -141,12 +100,7 @@ def start_sample_job(
     api.wait_latest("Train/Waiting")
 
 
-def env_of(pod: Mapping[str, Any], container: int = 0) -> dict[str, Any]:
-    """name -> value (or valueFrom) of a container's env."""
-    out: dict[str, Any] = {}
-    for e in pod["spec"]["containers"][container].get("env") or []:
-        out[e["name"]] = e.get("value", e.get("valueFrom"))
-    return out
+env_of = pod_env
 
 
 def mounts_of(pod: Mapping[str, Any], container: int = 0) -> dict[str, str]:
@@ -164,47 +118,11 @@ def volumes_of(pod: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 # -- the LC --------------------------------------------------------------------------
 
 
-class TestLC(LCBase):
+class TestLC(StagedJobLC):
     """One edge node's LocalController: collects what the GM sends, sends reports."""
 
-    # the IL tests filter by any of kind, operation and name
-    messages = LCBase.select
-    wait_for = LCBase.await_message
-
-    def wait_job_state(self, state: str, name: str = JOB, timeout: float = 5.0) -> Received:
-        """Wait for an insert of the job whose latest condition is `state`."""
-
-        def latest_is(m: Received) -> bool:
-            conds = (m.payload.get("status") or {}).get("conditions") or []
-            return bool(conds) and f"{conds[-1]['stage']}/{conds[-1]['type']}" == state
-
-        return self.wait_for("incrementallearningjob", "insert", name, latest_is, timeout)
-
-    def report(
-        self,
-        namespace: str,
-        phase: str,
-        status: str,
-        *,
-        name: str = JOB,
-        input: Mapping[str, Any] | None = None,
-        output: Mapping[str, Any] | None = None,
-        payload: Any = None,
-    ) -> None:
-        if payload is None:
-            payload = {"phase": phase, "status": status}
-            if input is not None:
-                payload["input"] = dict(input)
-            if output is not None:
-                payload["output"] = dict(output)
-        self.send_status(namespace, "incrementallearningjob", name, payload)
-
-
-def start_stage(api: Api, lc: TestLC, stage: str, input: Mapping[str, Any]) -> None:
-    """The LC reports `stage` ("train" or "eval") ready with `input`, and the GM answers
-    by creating the stage's worker: the job is then at <Stage>/Starting."""
-    lc.report(api.ns, stage, "ready", input=input)
-    api.wait_latest(f"{stage.capitalize()}/Starting")
+    kind = "incrementallearningjob"
+    job = JOB
 
 
 # -- the GM --------------------------------------------------------------------------

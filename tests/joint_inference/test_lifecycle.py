@@ -6,9 +6,11 @@ from __future__ import annotations
 import base64
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.deployments import DeploymentControllerFactory
 from support.logs import LogCapture
 
@@ -20,9 +22,11 @@ from .helpers import (
     CLOUD_DEPLOYMENT,
     CLOUD_SERVICE,
     EDGE_DEPLOYMENT,
+    GM,
     NODE,
     SAMPLE,
     Api,
+    TestLC,
     env_of,
     sample_service,
     wait_until,
@@ -32,25 +36,37 @@ from .helpers import (
 LABEL = "jointinferenceservice.sedna.io"
 
 
-def start(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, deployments: DeploymentControllerFactory
-) -> Any:
-    deployments()
-    gm = make_gm()
-    lc = make_lc(gm, NODE)
-    api.create_models()
-    return gm, lc
+@dataclass(frozen=True)
+class Started:
+    gm: GM
+    lc: TestLC
+    sample: dict[str, Any]
+    """Sedna's sample service, not yet created."""
 
 
-def test_full_life_through_the_websocket(
+@pytest.fixture()
+def started(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
     deployment_controller: DeploymentControllerFactory,
     sedna_reference: Path,
-) -> None:
-    _gm, lc = start(api, make_gm, make_lc, deployment_controller)
-    created = api.create(sample_service(sedna_reference))
+) -> Started:
+    """The embedded Deployment controller, the service's Models, a GM and an LC on NODE.
+
+    The Models come first: in the GM's first list, not racing the service's first sync
+    (a Model created just before the service may reach the GM's cache after it, and the
+    service then goes Pending with ModelNotFound once before it runs).
+    """
+    deployment_controller()
+    api.create_models()
+    gm = make_gm()
+    return Started(gm, make_lc(gm, NODE), sample_service(sedna_reference))
+
+
+def test_full_life_through_the_websocket(api: Api, started: Started) -> None:
+    lc = started.lc
+    created = api.create(started.sample)
     msg = lc.wait_for("insert")
     assert msg.payload["kind"] == "JointInferenceService"
     assert msg.payload["metadata"]["uid"] == created["metadata"]["uid"]
@@ -90,15 +106,8 @@ def test_full_life_through_the_websocket(
     wait_until(lambda: not api.names("services"), 10.0, "service collected")
 
 
-def test_workers_have_sedna_env_labels_and_owner(
-    api: Api,
-    make_gm: GMFactory,
-    make_lc: LCFactory,
-    deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
-) -> None:
-    start(api, make_gm, make_lc, deployment_controller)
-    created = api.create(sample_service(sedna_reference))
+def test_workers_have_sedna_env_labels_and_owner(api: Api, started: Started) -> None:
+    created = api.create(started.sample)
     uid = created["metadata"]["uid"]
     cloud = api.wait_deployment(CLOUD_DEPLOYMENT)
     edge = api.wait_deployment(EDGE_DEPLOYMENT)
@@ -143,15 +152,11 @@ def test_workers_have_sedna_env_labels_and_owner(
 
 
 def test_sedna_update_service_case_rolls_the_hem_change_into_the_edge_deployment(
-    api: Api,
-    make_gm: GMFactory,
-    make_lc: LCFactory,
-    deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    api: Api, started: Started
 ) -> None:
     """Sedna's Test_updateService: a hard-example-mining parameter changes value1 -> value2."""
-    _gm, lc = start(api, make_gm, make_lc, deployment_controller)
-    api.create(sample_service(sedna_reference))
+    lc = started.lc
+    api.create(started.sample)
     api.until_running()
     cloud_before = api.wait_deployment(CLOUD_DEPLOYMENT)
     svc = api.ji()
@@ -174,15 +179,8 @@ def test_sedna_update_service_case_rolls_the_hem_change_into_the_edge_deployment
     assert api.latest()[0] == "Running"
 
 
-def test_a_cloud_template_change_is_rolled_out(
-    api: Api,
-    make_gm: GMFactory,
-    make_lc: LCFactory,
-    deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
-) -> None:
-    start(api, make_gm, make_lc, deployment_controller)
-    api.create(sample_service(sedna_reference))
+def test_a_cloud_template_change_is_rolled_out(api: Api, started: Started) -> None:
+    api.create(started.sample)
     api.until_running()
     template = api.ji()["spec"]["cloudWorker"]["template"]
     template["spec"]["containers"][0]["image"] = "big:v2"
@@ -195,15 +193,8 @@ def test_a_cloud_template_change_is_rolled_out(
     assert len(cloud["spec"]["template"]["spec"]["initContainers"]) == 1
 
 
-def test_each_owned_object_deleted_is_healed(
-    api: Api,
-    make_gm: GMFactory,
-    make_lc: LCFactory,
-    deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
-) -> None:
-    start(api, make_gm, make_lc, deployment_controller)
-    ji = sample_service(sedna_reference)
+def test_each_owned_object_deleted_is_healed(api: Api, started: Started) -> None:
+    ji = started.sample
     ji["spec"]["cloudWorker"]["hpa"] = {"minReplicas": 1, "maxReplicas": 3}
     api.create(ji)
     api.until_running()
@@ -228,17 +219,10 @@ def test_each_owned_object_deleted_is_healed(
     assert "Failed" not in api.condition_types()
 
 
-def test_a_service_whose_spec_drifted_is_rolled_back_in_place(
-    api: Api,
-    make_gm: GMFactory,
-    make_lc: LCFactory,
-    deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
-) -> None:
+def test_a_service_whose_spec_drifted_is_rolled_back_in_place(api: Api, started: Started) -> None:
     """A Service of ours without its spec hash (an older GM's, or edited along with
     it) gets Sedna's port 5000 back on the next sync; its name, UID and cluster IP stay."""
-    start(api, make_gm, make_lc, deployment_controller)
-    api.create(sample_service(sedna_reference))
+    api.create(started.sample)
     api.until_running()
     before = api.services.get(api.ns, CLOUD_SERVICE)
     drifted = dict(before)
@@ -261,15 +245,8 @@ def test_a_service_whose_spec_drifted_is_rolled_back_in_place(
     assert healed["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
 
 
-def test_hpas_follow_the_spec(
-    api: Api,
-    make_gm: GMFactory,
-    make_lc: LCFactory,
-    deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
-) -> None:
-    start(api, make_gm, make_lc, deployment_controller)
-    ji = sample_service(sedna_reference)
+def test_hpas_follow_the_spec(api: Api, started: Started) -> None:
+    ji = started.sample
     metrics = [{"type": "Resource", "resource": {
         "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]  # fmt: skip
     ji["spec"]["edgeWorker"]["hpa"] = {"minReplicas": 1, "maxReplicas": 2, "metrics": metrics}
@@ -395,16 +372,12 @@ def test_a_failed_deployment_fails_the_service_for_good(
 
 
 def test_changes_reach_the_lc_as_insert_and_a_move_deletes_on_the_old_node(
-    api: Api,
-    make_gm: GMFactory,
-    make_lc: LCFactory,
-    deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    api: Api, started: Started, make_lc: LCFactory
 ) -> None:
     """Sedna's GM sends `update` on a change, which its LC rejects; we send `insert`."""
-    gm, old = start(api, make_gm, make_lc, deployment_controller)
-    new = make_lc(gm, "edge-node-2")
-    api.create(sample_service(sedna_reference))
+    old = started.lc
+    new = make_lc(started.gm, "edge-node-2")
+    api.create(started.sample)
     old.wait_for("insert")
     api.patch_spec({"edgeWorker": {"hardExampleMining": {"name": "CrossEntropy"}}})
     old.wait_for("insert", pred=lambda m: "CrossEntropy" in json.dumps(m.payload))
@@ -416,17 +389,10 @@ def test_changes_reach_the_lc_as_insert_and_a_move_deletes_on_the_old_node(
     assert not old.messages("update") and not new.messages("update")
 
 
-def test_healing_finds_the_owner_by_reference_not_by_name(
-    api: Api,
-    make_gm: GMFactory,
-    make_lc: LCFactory,
-    deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
-) -> None:
+def test_healing_finds_the_owner_by_reference_not_by_name(api: Api, started: Started) -> None:
     """Sedna cuts a Deployment's name at "-deployment" to find its service: for a service
     named `web-deployment-a` it looks for `web` and heals nothing (or the wrong one)."""
-    start(api, make_gm, make_lc, deployment_controller)
-    ji = sample_service(sedna_reference)
+    ji = started.sample
     ji["metadata"]["name"] = "web-deployment-a"
     api.create(ji)
     api.until_running("web-deployment-a")
@@ -437,15 +403,10 @@ def test_healing_finds_the_owner_by_reference_not_by_name(
 
 
 def test_a_model_deleted_while_running_leaves_the_workers_running(
-    api: Api,
-    make_gm: GMFactory,
-    make_lc: LCFactory,
-    deployment_controller: DeploymentControllerFactory,
-    logs: LogCapture,
-    sedna_reference: Path,
+    api: Api, started: Started, logs: LogCapture
 ) -> None:
-    gm, _lc = start(api, make_gm, make_lc, deployment_controller)
-    api.create(sample_service(sedna_reference))
+    gm = started.gm
+    api.create(started.sample)
     api.until_running()
     before = {d: api.deployments.get(api.ns, d)["metadata"]["uid"]
               for d in (CLOUD_DEPLOYMENT, EDGE_DEPLOYMENT)}  # fmt: skip
@@ -459,16 +420,11 @@ def test_a_model_deleted_while_running_leaves_the_workers_running(
 
 
 def test_strays_it_controls_are_pruned_and_a_changed_service_is_rolled_back(
-    api: Api,
-    make_gm: GMFactory,
-    make_lc: LCFactory,
-    deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    api: Api, started: Started
 ) -> None:
     """A Deployment and a Service the service controls but does not plan are deleted; a
     Service whose spec-hash is not the plan's gets the planned spec back."""
-    start(api, make_gm, make_lc, deployment_controller)
-    api.create(sample_service(sedna_reference))
+    api.create(started.sample)
     api.until_running()
     ji = api.ji()
     owners = [{"apiVersion": ji["apiVersion"], "kind": ji["kind"], "name": SAMPLE,

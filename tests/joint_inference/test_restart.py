@@ -7,10 +7,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.deployments import DeploymentControllerFactory
 
 from sedna.embedded.apiserver import APIServer
 from sedna.runtime import OwnedWorkloads, SharedInformerFactory
+from sedna.runtime.workloads.owned import OwnerGone
 
 from .conftest import GMFactory
 from .helpers import (
@@ -167,6 +169,39 @@ def test_a_lost_create_response_is_adopted_not_repeated(
     assert (seen.created, seen.updated, seen.deleted) == ([], [], [])
     assert set(seen.deployments) == set(expected_names())
     assert uids(api) == before
+
+
+def test_an_owner_the_cache_still_holds_after_its_delete_gets_nothing_made_again(
+    api: Api,
+    make_gm: GMFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    """The garbage collector's cascade can reach the GM before the owner's own delete:
+    a sync then sees its objects gone and the owner still cached. It reads the owner
+    from the server before creating and makes nothing (Sedna's Go GM makes them again,
+    with a reference to an owner that is gone, and they stay)."""
+    deployment_controller()
+    api.create_models()
+    gm = make_gm()
+    api.create(with_hpa(sedna_reference))
+    api.until_running()
+    assert gm.manager is not None
+    controller: Any = gm.manager.features[0].controller
+    ctx = gm.manager.context()
+    blind = dataclasses.replace(ctx, informers=SharedInformerFactory(ctx.kube, namespace=api.ns))
+    workloads = OwnedWorkloads(blind, JIS, lambda key: None)  # informers never started
+    owner = controller.with_type(api.ji())  # the copy a lagging cache would hold
+    plan = controller.plan(owner)
+    api.jis.delete(api.ns, SAMPLE)
+    wait_until(lambda: not api.names("deployments") and not api.names("services"), 10.0, "GC")
+    with pytest.raises(OwnerGone):
+        workloads.ensure(owner, plan)
+    assert (api.names("deployments"), api.names("services"), api.names("hpas")) == ([], [], [])
+    # ...and one created anew under the same name is not the stale copy's owner
+    api.create(with_hpa(sedna_reference))
+    with pytest.raises(OwnerGone):
+        workloads.ensure(owner, plan)
 
 
 def test_status_writes_survive_conflicts(

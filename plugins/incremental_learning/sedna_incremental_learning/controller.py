@@ -37,13 +37,14 @@ from sedna.runtime import (
     Dependency,
     EdgeMessage,
     InvalidJob,
+    NamedDataset,
     NotFound,
     PodRequest,
     SharedInformer,
     StageBlocked,
     StagedJobFeature,
+    StageInputError,
     StageMachine,
-    StageOptions,
     job_ref,
     model_hot_update_config_file,
 )
@@ -57,9 +58,7 @@ from .workers import (
     EVAL_WORKER,
     INFERENCE_WORKER,
     TRAIN_WORKER,
-    InputError,
     JobInfo,
-    NamedDataset,
     NamedModel,
     eval_param,
     inference_param,
@@ -149,7 +148,7 @@ class IncrementalLearningFeature(StagedJobFeature):
             data = cond_data(condition.get("data"), obj, data_field)
             builder = train_param if stage == C.TRAIN else eval_param
             param = builder(self._job_info(job), spec, data, initial, dataset, data_field)
-        except (SpecError, InputError) as exc:
+        except (SpecError, StageInputError) as exc:
             raise StageBlocked("InvalidConditionData", f"{exc.field}: {exc.reason}") from None
         if stage == C.TRAIN:
             return PodRequest(spec.trainSpec.template, param, "spec.trainSpec.template")
@@ -221,11 +220,7 @@ class IncrementalLearningController(StageMachine):
         super().__init__(
             ctx,
             self.il,
-            StageOptions(
-                max_conditions=self.options.maxConditions,
-                failure_backoff_seconds=self.options.failureBackoffSeconds,
-                failure_backoff_max_seconds=self.options.failureBackoffMaxSeconds,
-            ),
+            self.options.stage_options(),
         )
         self.models = self.il.models
         self.datasets = self.il.datasets

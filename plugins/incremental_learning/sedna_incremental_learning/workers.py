@@ -12,30 +12,26 @@ initial Model's for the initial model's URL, the Dataset's for dataset URLs.
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from sedna.runtime import (
+    STAGE_RESTART_POLICY,
     ModelHotUpdate,
     MountURL,
+    NamedDataset,
     WorkerMount,
     WorkerParam,
+    original_dataset,
+    random_suffix,
 )
+from sedna.runtime import StageInputError as InputError
 
-from .spec import CondData, DatasetSpec, JobSpec, ModelSpec
+from .spec import CondData, JobSpec, ModelSpec
 
 TRAIN_WORKER = "train"
 EVAL_WORKER = "eval"
 INFERENCE_WORKER = "inference"
-
-RESTART_POLICY = "OnFailure"
-
-
-def random_suffix(n: int = 5) -> str:
-    """utilrand.String(5): lower-case consonants and digits, as in worker names."""
-    alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    return "".join(random.choice(alphabet) for _ in range(n))
 
 
 @dataclass(frozen=True)
@@ -51,21 +47,6 @@ class NamedModel:
     spec: ModelSpec
 
 
-@dataclass(frozen=True)
-class NamedDataset:
-    name: str
-    spec: DatasetSpec
-
-
-class InputError(ValueError):
-    """The latest condition's data lacks an input the stage needs; `field` is its path."""
-
-    def __init__(self, field: str, reason: str) -> None:
-        super().__init__(f"{field}: {reason}")
-        self.field = field
-        self.reason = reason
-
-
 def _base_env(job: JobInfo, worker_name: str) -> dict[str, str]:
     return {
         "NAMESPACE": job.namespace,
@@ -77,25 +58,6 @@ def _base_env(job: JobInfo, worker_name: str) -> dict[str, str]:
 
 def _secret(name: str) -> str | None:
     return name or None
-
-
-def _original_dataset(
-    data: CondData, dataset: NamedDataset, suffix: Callable[[], str] = random_suffix
-) -> MountURL:
-    """The index URL the LC wrote when it has one (sedna#35), else the Dataset's URL.
-
-    An index must be downloaded entry by entry: `indirect` when it is not the URL of
-    the Dataset itself.
-    """
-    assert data.input is not None
-    original = data.input.dataIndexURL or dataset.spec.url
-    return MountURL(
-        url=original,
-        secret_name=_secret(dataset.spec.credentialName),
-        secret_field=f"Dataset {dataset.name}: spec.credentialName",
-        download_by_initializer=True,
-        indirect=dataset.spec.url != original,
-    )
 
 
 def _model_secret(url: str, initial: NamedModel, job_spec: JobSpec) -> tuple[str | None, str]:
@@ -152,13 +114,13 @@ def train_param(
             ),
             env_name="TRAIN_DATASET_URL",
         ),
-        WorkerMount(url=_original_dataset(data, dataset), env_name="ORIGINAL_DATASET_URL"),
+        original_dataset(data, dataset),
     ]
     return WorkerParam(
         worker_type=TRAIN_WORKER,
         mounts=mounts,
         env=_base_env(job, "train-worker-" + suffix()),
-        restart_policy=RESTART_POLICY,
+        restart_policy=STAGE_RESTART_POLICY,
         host_network=True,
     )
 
@@ -201,17 +163,13 @@ def eval_param(
             name="datasets",
             env_name="TEST_DATASET_URL",
         ),
-        WorkerMount(
-            url=_original_dataset(data, dataset),
-            name="origin-dataset",
-            env_name="ORIGINAL_DATASET_URL",
-        ),
+        original_dataset(data, dataset, name="origin-dataset"),
     ]
     return WorkerParam(
         worker_type=EVAL_WORKER,
         mounts=mounts,
         env=_base_env(job, "eval-worker-" + suffix()),
-        restart_policy=RESTART_POLICY,
+        restart_policy=STAGE_RESTART_POLICY,
         host_network=True,
     )
 

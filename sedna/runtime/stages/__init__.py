@@ -1,8 +1,9 @@
 """Staged jobs: one stage machine for every Train -> Eval -> Deploy kind.
 
 `StageMachine` is the controller; a feature gives it a `StagedJobFeature` (its pod
-builders, downstream plan and report handling) and `StageOptions`. `conditions` holds
-the condition vocabulary and the bounded history both share.
+builders, downstream plan and report handling) and `StageOptions` (from gm.yaml's
+`StagedJobOptions`). `conditions` holds the condition vocabulary and the bounded
+history both share.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sedna.runtime.stages.machine import (
     StageMachine,
     recorded_pod,
 )
+from sedna.runtime.stages.options import StagedJobOptions
 from sedna.runtime.stages.reports import condition_from_report as report_condition
 from sedna.runtime.stages.routing import route_by_stage
 
@@ -46,6 +48,7 @@ __all__ = [
     "StageOptions",
     "StageRetry",
     "StagedJobFeature",
+    "StagedJobOptions",
     "conditions",
     "recorded_pod",
     "report_condition",

@@ -45,7 +45,7 @@ from sedna.runtime.workloads.conditions import (
     latest_condition,
 )
 from sedna.runtime.workloads.health import deployment_failure_message, deployment_health
-from sedna.runtime.workloads.owned import Observed, OwnedWorkloads, WorkloadConflict
+from sedna.runtime.workloads.owned import Observed, OwnedWorkloads, OwnerGone, WorkloadConflict
 from sedna.runtime.workloads.wants import SpecError, Waiting, WorkloadPlan
 
 __all__ = ["StatusDecision", "WorkloadController"]
@@ -200,6 +200,8 @@ class WorkloadController(Controller):
             return self._record(owner, self._invalid(owner, exc.field, exc.message))
         except WorkerError as exc:
             return self._record(owner, self._invalid(owner, exc.field, exc.message))
+        except OwnerGone:
+            return None  # its delete event is on its way; nothing more to do for it
         except WorkloadConflict as exc:
             decision = StatusDecision(
                 CONDITION_FAILED,

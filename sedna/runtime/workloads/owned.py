@@ -70,6 +70,7 @@ __all__ = [
     "SPEC_HASH_ANNOTATION",
     "Observed",
     "OwnedWorkloads",
+    "OwnerGone",
     "WorkloadConflict",
     "controller_of",
     "ensure_service",
@@ -139,6 +140,11 @@ class Observed:
     deleted: list[str] = field(default_factory=list)
 
 
+class OwnerGone(Exception):
+    """The owner is gone from the server (or being deleted) while the cache still holds
+    it: nothing is created for it."""
+
+
 def create_or_adopt(
     api: ResourceClient,
     informer: SharedInformer,
@@ -146,16 +152,20 @@ def create_or_adopt(
     desired: dict[str, Any],
     field: str,
     seen: Observed,
+    owner_live: Callable[[], bool] | None = None,
 ) -> tuple[Obj, bool]:
     """The existing object (cache, else server after AlreadyExists), or the created one.
 
     The bool says whether it was created now. One of that name the owner does not
-    control raises `WorkloadConflict` naming `field`.
+    control raises `WorkloadConflict` naming `field`. Before a create, `owner_live`
+    (a read of the owner from the server) may say the owner is gone: `OwnerGone`.
     """
     name = desired["metadata"]["name"]
     kind = desired["kind"]
     existing = informer.lister.get(ref.namespace, name)
     if existing is None:
+        if owner_live is not None and not owner_live():
+            raise OwnerGone(f"{ref.kind} {ref.key}")
         try:
             created = api.create(ref.namespace, desired)
         except AlreadyExists:
@@ -229,7 +239,12 @@ def roll_out(
 
 
 def ensure_service(
-    api: ResourceClient, informer: SharedInformer, owner: Obj, want: ServiceWant, seen: Observed
+    api: ResourceClient,
+    informer: SharedInformer,
+    owner: Obj,
+    want: ServiceWant,
+    seen: Observed,
+    owner_live: Callable[[], bool] | None = None,
 ) -> Obj:
     """The owner's Service for `want`: created, adopted (ours after a lost answer),
     healed and rolled out; its host and node port go into `seen`.
@@ -247,7 +262,7 @@ def ensure_service(
     want_hash = spec_hash(desired["spec"])
     _set_hash(desired, want_hash)
     field = f"service {service_name(ref, want.worker_type)}"
-    existing, created = create_or_adopt(api, informer, ref, desired, field, seen)
+    existing, created = create_or_adopt(api, informer, ref, desired, field, seen, owner_live)
     if not created:
 
         def apply(fresh: dict[str, Any]) -> None:
@@ -337,6 +352,7 @@ class OwnedWorkloads:
         self.deployments_api: ResourceClient = ctx.kube.resource(DEPLOYMENTS)
         self.services_api: ResourceClient = ctx.kube.resource(SERVICES)
         self.hpas_api: ResourceClient = ctx.kube.resource(HPAS)
+        self.owners_api: ResourceClient = ctx.kube.resource(owner)
         handler = _OwnedHandler(self.owners, owner.kind, owner.group, enqueue)
         for inf in (
             self.deployment_informer,
@@ -370,27 +386,61 @@ class OwnedWorkloads:
         """
         ref = job_ref(owner)
         seen = Observed()
+        live = self._owner_check(owner)
         for s in plan.services:
-            self._ensure_service(owner, s, seen)
+            self._ensure_service(owner, s, seen, live)
         for d in plan.deployments:
             seen.deployments[deployment_name(ref, d.worker_type)] = self._ensure_deployment(
-                owner, ref, d, seen
+                owner, ref, d, seen, live
             )
         for h in plan.hpas:
-            self._ensure_hpa(ref, h, seen)
+            self._ensure_hpa(ref, h, seen, live)
         self._prune(owner, ref, plan, seen)
         if self.pod_informer is not None:
             seen.pods = self.pods_of(owner)
         return seen
 
+    def _owner_check(self, owner: Obj) -> Callable[[], bool]:
+        """Whether the owner is still there, read from the server once per pass and only
+        before the pass's first create.
+
+        The cache can hold an owner the server has already deleted: its dependents'
+        deletions (the garbage collector's cascade) may arrive before its own. Sedna's
+        Go GM then makes them again, with a reference to an owner that is gone; here a
+        pass that would create reads the owner first and creates nothing for one that
+        is gone or being deleted.
+        """
+        answer: list[bool] = []
+
+        def live() -> bool:
+            if not answer:
+                meta = owner.get("metadata") or {}
+                try:
+                    fresh = self.owners_api.get(meta.get("namespace"), str(meta.get("name")))
+                except NotFound:
+                    answer.append(False)
+                else:
+                    now = fresh.get("metadata") or {}
+                    answer.append(
+                        now.get("uid") == meta.get("uid") and not now.get("deletionTimestamp")
+                    )
+            return answer[0]
+
+        return live
+
     def _ensure_deployment(
-        self, owner: Obj, ref: JobRef, want: DeploymentWant, seen: Observed
+        self,
+        owner: Obj,
+        ref: JobRef,
+        want: DeploymentWant,
+        seen: Observed,
+        live: Callable[[], bool] | None = None,
     ) -> Obj | None:
         desired = self.runtime.build_deployment(owner, want.spec, want.param, field=want.field)
         want_hash = spec_hash(desired["spec"])
         _set_hash(desired, want_hash)
         existing, created = create_or_adopt(
-            self.deployments_api, self.deployment_informer, ref, desired, want.field, seen
+            self.deployments_api, self.deployment_informer, ref, desired, want.field, seen, live
         )
         if created or (existing.get("metadata") or {}).get("deletionTimestamp"):
             return existing
@@ -404,10 +454,14 @@ class OwnedWorkloads:
 
         return roll_out(self.deployments_api, ref, existing, want_hash, apply, seen)
 
-    def _ensure_service(self, owner: Obj, want: ServiceWant, seen: Observed) -> None:
-        ensure_service(self.services_api, self.service_informer, owner, want, seen)
+    def _ensure_service(
+        self, owner: Obj, want: ServiceWant, seen: Observed, live: Callable[[], bool] | None = None
+    ) -> None:
+        ensure_service(self.services_api, self.service_informer, owner, want, seen, live)
 
-    def _ensure_hpa(self, ref: JobRef, want: HPAWant, seen: Observed) -> None:
+    def _ensure_hpa(
+        self, ref: JobRef, want: HPAWant, seen: Observed, live: Callable[[], bool] | None = None
+    ) -> None:
         desired = build_hpa(ref, "Deployment", want.target, want.worker_type, want.hpa)
         want_hash = spec_hash(desired["spec"])
         _set_hash(desired, want_hash)
@@ -418,6 +472,7 @@ class OwnedWorkloads:
             desired,
             f"hpa {desired['metadata']['name']}",
             seen,
+            live,
         )
         if created:
             return

@@ -11,7 +11,6 @@ from sedna.runtime import (
     SECRETS,
     ControllerContext,
     StageMachine,
-    StageOptions,
 )
 
 from .feature import LifelongLearning
@@ -33,9 +32,5 @@ class LifelongLearningController(StageMachine):
         super().__init__(
             ctx,
             feature,
-            StageOptions(
-                max_conditions=self.options.maxConditions,
-                failure_backoff_seconds=self.options.failureBackoffSeconds,
-                failure_backoff_max_seconds=self.options.failureBackoffMaxSeconds,
-            ),
+            self.options.stage_options(),
         )

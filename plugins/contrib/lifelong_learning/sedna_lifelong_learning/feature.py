@@ -25,6 +25,7 @@ from sedna.runtime import (
     Dependency,
     EdgeMessage,
     InvalidJob,
+    NamedDataset,
     NotFound,
     PodRequest,
     ReportError,
@@ -32,6 +33,7 @@ from sedna.runtime import (
     SharedInformer,
     StageBlocked,
     StagedJobFeature,
+    StageInputError,
 )
 
 from . import downstream
@@ -39,9 +41,7 @@ from .spec import JobSpec, SpecError, cond_data, dataset_spec, job_name, job_spe
 from .upstream import ReportError as LLReportError
 from .upstream import parse_report
 from .workers import (
-    InputError,
     JobInfo,
-    NamedDataset,
     eval_param,
     inference_param,
     train_param,
@@ -140,7 +140,7 @@ class LifelongLearning(StagedJobFeature):
                 return PodRequest(spec.trainSpec.template, param, "spec.trainSpec.template")
             param = eval_param(self._info(job), spec, data, dataset, data_field)
             return PodRequest(spec.evalSpec.template, param, "spec.evalSpec.template")
-        except (SpecError, InputError) as exc:
+        except (SpecError, StageInputError) as exc:
             raise StageBlocked("InvalidConditionData", f"{exc.field}: {exc.reason}") from None
 
     def inference_pod(self, job: Obj, spec: JobSpec) -> PodRequest:

@@ -1,7 +1,8 @@
-"""Typed, validated views of what the controller reads: the job, its Dataset, condition data.
+"""Typed, validated views of what the controller reads: the job and its train trigger.
 
-Informer caches hold raw JSON; only the fields the controller uses are parsed, here,
-and a bad field becomes a `SpecError` whose message names the field path
+The parsing, the Dataset and the condition data are the stage machine's
+(`sedna.runtime.parse_view`, `DatasetSpec`, `CondData`); a bad field becomes a
+`SpecError` whose message names the field path
 (`spec.trainSpec.trigger.condition.operator: ...`), which goes into an Event and the
 latest condition. Unknown fields are ignored, as Go's decoder does.
 
@@ -14,86 +15,34 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
+
+from sedna.runtime import CondData, DatasetSpec, SpecView, TemplatedView, object_name, parse_view
+from sedna.runtime import ObjectSpecError as SpecError
+from sedna.runtime import cond_data as cond_data
+from sedna.runtime import cond_data_from as cond_data_from
+from sedna.runtime import dataset_spec as dataset_spec
+
+__all__ = [
+    "KIND",
+    "CondData",
+    "DatasetSpec",
+    "JobSpec",
+    "SpecError",
+    "cond_data",
+    "cond_data_from",
+    "dataset_spec",
+    "job_name",
+    "job_spec",
+]
 
 KIND = "LifelongLearningJob"
 OPERATORS = ("<", "<=", ">", ">=", "=", "==", "!=", "lt", "le", "gt", "ge", "eq", "ne")
 
-M = TypeVar("M", bound=BaseModel)
 
-
-class SpecError(ValueError):
-    """An object does not match what the controller needs; `field` is the full path."""
-
-    def __init__(self, obj: str, field: str, reason: str) -> None:
-        super().__init__(f"{obj}: {field}: {reason}")
-        self.obj = obj
-        self.field = field
-        self.reason = reason
-
-
-class _View(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
-
-
-def _describe(err: Mapping[str, Any]) -> tuple[str, str]:
-    path = ".".join(str(p) for p in err.get("loc", ()))
-    kind = str(err.get("type", ""))
-    if kind == "missing":
-        return path, "required field is missing"
-    if kind == "value_error":
-        # our validators say "<sub.path>: <reason>" so the path reaches the user
-        msg = str(err.get("msg", "")).removeprefix("Value error, ")
-        sub, sep, reason = msg.partition(": ")
-        if sep and " " not in sub:
-            return f"{path}.{sub}" if path else sub, reason
-        return path, msg
-    try:
-        shown = json.dumps(err.get("input"))
-    except (TypeError, ValueError):
-        shown = repr(err.get("input"))
-    if len(shown) > 80:
-        shown = shown[:77] + "..."
-    return path, f"{err.get('msg', 'invalid value')}, got {shown}"
-
-
-def _parse(model: type[M], data: object, obj: str, prefix: str) -> M:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        path, reason = _describe(exc.errors()[0])
-        field = f"{prefix}.{path}" if path else prefix
-        raise SpecError(obj, field, reason) from None
-
-
-def _check_template(value: object) -> dict[str, Any]:
-    """A PodTemplateSpec with at least one container; kept raw for the worker runtime."""
-    if not isinstance(value, dict):
-        raise ValueError("expected a pod template object")
-    spec = value.get("spec")
-    if not isinstance(spec, dict):
-        raise ValueError("spec: expected an object")
-    containers = spec.get("containers")
-    if not isinstance(containers, list) or not containers:
-        raise ValueError("spec.containers: the pod template needs at least one container")
-    for i, c in enumerate(containers):
-        if not isinstance(c, dict):
-            raise ValueError(f"spec.containers[{i}]: expected an object")
-    return value
-
-
-class _Templated(_View):
-    template: dict[str, Any]
-
-    @field_validator("template", mode="before")
-    @classmethod
-    def _template(cls, value: object) -> dict[str, Any]:
-        return _check_template(value)
-
-
-class DatasetRef(_View):
+class DatasetRef(SpecView):
     name: str = Field(min_length=1)
     trainProb: float = Field(strict=False, ge=0, le=1)  # required, as in the CRD
 
@@ -109,7 +58,7 @@ def _clock_time(value: object) -> str:
     raise ValueError(f'expected a time of day "HH:MM", got {json.dumps(value)}')
 
 
-class Timer(_View):
+class Timer(SpecView):
     start: str
     end: str
 
@@ -119,7 +68,7 @@ class Timer(_View):
         return _clock_time(value)
 
 
-class TriggerCondition(_View):
+class TriggerCondition(SpecView):
     operator: str
     threshold: float = Field(strict=False)
     metric: str = Field(min_length=1)
@@ -132,25 +81,25 @@ class TriggerCondition(_View):
         return value
 
 
-class Trigger(_View):
+class Trigger(SpecView):
     checkPeriodSeconds: int = Field(default=0, ge=0)
     timer: Timer | None = None
     condition: TriggerCondition
 
 
-class TrainSpec(_Templated):
+class TrainSpec(TemplatedView):
     trigger: Trigger
 
 
-class EvalSpec(_Templated):
+class EvalSpec(TemplatedView):
     pass
 
 
-class DeploySpec(_Templated):
+class DeploySpec(TemplatedView):
     pass
 
 
-class JobSpec(_View):
+class JobSpec(SpecView):
     dataset: DatasetRef
     trainSpec: TrainSpec
     evalSpec: EvalSpec
@@ -160,124 +109,9 @@ class JobSpec(_View):
 
 
 def job_name(job: Mapping[str, Any]) -> str:
-    meta = job.get("metadata") or {}
-    return f"{KIND} {meta.get('namespace', '')}/{meta.get('name', '')}"
+    return object_name(KIND, job)
 
 
 def job_spec(job: Mapping[str, Any]) -> JobSpec:
     """The job's spec, or SpecError naming `spec.<path>`."""
-    return _parse(JobSpec, job.get("spec"), job_name(job), "spec")
-
-
-class DatasetSpec(_View):
-    url: str = Field(min_length=1)
-    format: str = ""
-    nodeName: str = ""
-    credentialName: str = ""
-
-
-def dataset_spec(dataset: Mapping[str, Any]) -> DatasetSpec:
-    meta = dataset.get("metadata") or {}
-    obj = f"Dataset {meta.get('namespace', '')}/{meta.get('name', '')}"
-    return _parse(DatasetSpec, dataset.get("spec"), obj, "spec")
-
-
-# -- condition data (Sedna's lifelonglearning.ConditionData) ---------------------------
-
-
-class CondModel(_View):
-    """Sedna's runtime.Model, the knowledge base's entry; unknown keys are dropped."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, strict=False)
-
-    format: str = ""
-    url: str = ""
-    device_soc_versions: list[str] | None = None
-    metrics: dict[str, Any] | None = None
-    history_metric: float | None = None
-    current_metric: dict[str, dict[str, float]] | None = None
-    classes: list[str] | None = None
-    number_of_labeled_unseen_sample: int | None = None
-    number_of_model: int | None = None
-    number_of_unseen_sample: int | None = None
-
-    def go_dict(self) -> dict[str, Any]:
-        """Field order and omitempty of the Go struct (format, url, classes always)."""
-        out: dict[str, Any] = {"format": self.format, "url": self.url}
-        for key in ("device_soc_versions", "metrics", "history_metric", "current_metric"):
-            value = getattr(self, key)
-            if value:
-                out[key] = value
-        out["classes"] = self.classes
-        for key in (
-            "number_of_labeled_unseen_sample",
-            "number_of_model",
-            "number_of_unseen_sample",
-        ):
-            value = getattr(self, key)
-            if value:
-                out[key] = value
-        return out
-
-
-class CondInput(_View):
-    model: CondModel | None = None
-    models: list[CondModel] | None = None
-    dataURL: str = ""
-    dataIndexURL: str = ""
-    outputDir: str = ""
-
-    def model_urls(self) -> list[str]:
-        """Sedna's joinModelURLs: the single `model` wins over `models`."""
-        if self.model is not None:
-            return [self.model.url]
-        return [m.url for m in self.models or []]
-
-
-class CondOutput(_View):
-    model: CondModel | None = None
-    models: list[CondModel] | None = None
-
-
-class CondData(_View):
-    input: CondInput | None = None
-    output: CondOutput | None = None
-
-    def go_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for part in ("input", "output"):
-            section = getattr(self, part)
-            if section is None:
-                continue
-            d: dict[str, Any] = {}
-            if section.model is not None:
-                d["model"] = section.model.go_dict()
-            if section.models:
-                d["models"] = [m.go_dict() for m in section.models]
-            if part == "input":
-                for key in ("dataURL", "dataIndexURL", "outputDir"):
-                    if getattr(section, key):
-                        d[key] = getattr(section, key)
-            out[part] = d
-        return out
-
-    def marshal(self) -> str:
-        """Compact JSON with Go's HTML escaping, as `json.Marshal` writes the condition data."""
-        text = json.dumps(self.go_dict(), separators=(",", ":"), ensure_ascii=False)
-        return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def cond_data_from(payload: object, obj: str, prefix: str) -> CondData:
-    """Condition data from an already decoded JSON value."""
-    return _parse(CondData, payload, obj, prefix)
-
-
-def cond_data(text: object, obj: str, field: str) -> CondData:
-    """The data string of a condition; not JSON, or the wrong shape, is a SpecError."""
-    if not isinstance(text, str) or not text:
-        raise SpecError(obj, field, "no data (the LC's report carries the stage's inputs)")
-    try:
-        payload = json.loads(text)
-    except ValueError as exc:
-        raise SpecError(obj, field, f"not JSON ({exc.args[0] if exc.args else exc})") from None
-    return cond_data_from(payload, obj, field)
+    return parse_view(JobSpec, job.get("spec"), job_name(job), "spec")

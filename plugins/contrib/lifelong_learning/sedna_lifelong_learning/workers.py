@@ -14,28 +14,29 @@ it), where Go fails the same way but without saying which field.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sedna.runtime import MountURL, WorkerMount, WorkerParam
+from sedna.runtime import (
+    STAGE_RESTART_POLICY,
+    MountURL,
+    NamedDataset,
+    WorkerMount,
+    WorkerParam,
+    original_dataset,
+    random_suffix,
+)
+from sedna.runtime import StageInputError as InputError
 
-from .spec import CondData, DatasetSpec, JobSpec, cond_data
+from .spec import CondData, JobSpec, cond_data
 
 TRAIN_WORKER = "train"
 EVAL_WORKER = "eval"
 INFERENCE_WORKER = "inference"
 
-RESTART_POLICY = "OnFailure"
 DNS_POLICY = "ClusterFirstWithHostNet"
 DEPLOY_MODEL_PATH = "deploy/index.pkl"
-
-
-def random_suffix(n: int = 5) -> str:
-    """utilrand.String(5): lower-case consonants and digits, as in worker names."""
-    alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    return "".join(random.choice(alphabet) for _ in range(n))
 
 
 @dataclass(frozen=True)
@@ -48,41 +49,8 @@ class JobInfo:
     kb_server: str
 
 
-@dataclass(frozen=True)
-class NamedDataset:
-    name: str
-    spec: DatasetSpec
-
-
-class InputError(ValueError):
-    """The latest condition's data lacks an input the stage needs; `field` is its path."""
-
-    def __init__(self, field: str, reason: str) -> None:
-        super().__init__(f"{field}: {reason}")
-        self.field = field
-        self.reason = reason
-
-
 def _secret(name: str) -> str | None:
     return name or None
-
-
-def _original_dataset(data: CondData, dataset: NamedDataset, name: str = "") -> WorkerMount:
-    """The index URL the LC wrote when it has one (sedna#35), else the Dataset's URL;
-    an index must be downloaded entry by entry (`indirect`)."""
-    assert data.input is not None
-    original = data.input.dataIndexURL or dataset.spec.url
-    return WorkerMount(
-        url=MountURL(
-            url=original,
-            secret_name=_secret(dataset.spec.credentialName),
-            secret_field=f"Dataset {dataset.name}: spec.credentialName",
-            download_by_initializer=True,
-            indirect=dataset.spec.url != original,
-        ),
-        name=name,
-        env_name="ORIGINAL_DATASET_URL",
-    )
 
 
 def _output(data: CondData, spec: JobSpec, data_field: str) -> WorkerMount:
@@ -152,13 +120,13 @@ def train_param(
             ),
             env_name="TRAIN_DATASET_URL",
         ),
-        _original_dataset(data, dataset),
+        original_dataset(data, dataset),
     ]
     return WorkerParam(
         worker_type=TRAIN_WORKER,
         mounts=mounts,
         env=env,
-        restart_policy=RESTART_POLICY,
+        restart_policy=STAGE_RESTART_POLICY,
         host_network=True,
         dns_policy=DNS_POLICY,
     )
@@ -208,13 +176,13 @@ def eval_param(
             name="datasets",
             env_name="TEST_DATASET_URL",
         ),
-        _original_dataset(data, dataset, name="origin-dataset"),
+        original_dataset(data, dataset, name="origin-dataset"),
     ]
     return WorkerParam(
         worker_type=EVAL_WORKER,
         mounts=mounts,
         env=env,
-        restart_policy=RESTART_POLICY,
+        restart_policy=STAGE_RESTART_POLICY,
         host_network=True,
         dns_policy=DNS_POLICY,
     )

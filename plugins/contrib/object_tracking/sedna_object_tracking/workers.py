@@ -17,68 +17,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from sedna.runtime import (
-    DeploymentWant,
-    PodWant,
-    ServiceWant,
-    SpecError,
-    WorkerParam,
+    REID_SERVICE_PORT,
+    REID_WORKER,
+    TRACKING_WORKER,
     WorkloadPlan,
-    checked_template,
-    optional_count,
+    reid_deployment,
+    reid_service,
+    reid_url,
     require_mapping,
-    service_host,
-    stable_worker_name,
+    tracking_pods,
 )
 
-TRACKING_WORKER = "trackingworker"
-REID_WORKER = "reidworker"
-REID_SERVICE_PORT = 9378
+__all__ = ["REID_SERVICE_PORT", "REID_WORKER", "TRACKING_WORKER", "plan"]
 
 
 def plan(owner: Mapping[str, Any]) -> WorkloadPlan:
     """The ReID Service and Deployment and the tracking pods; `SpecError` names a bad field."""
     spec = require_mapping(owner.get("spec"), "spec")
-    meta = owner["metadata"]
-    ns, name = str(meta.get("namespace") or ""), str(meta["name"])
-
-    reid = require_mapping(spec.get("reidWorkers"), "spec.reidWorkers")
-    reid_spec: dict[str, Any] = {
-        "template": checked_template(reid.get("template"), "spec.reidWorkers.template")
-    }
-    replicas = optional_count(reid.get("replicas"), "spec.reidWorkers.replicas")
-    if replicas is not None:
-        reid_spec["replicas"] = replicas
-
-    trackings = spec.get("trackingWorkers")
-    if not isinstance(trackings, list):
-        raise SpecError("spec.trackingWorkers", "expected a list of {template}")
-    reid_url = f"{service_host(owner, REID_WORKER)}:{REID_SERVICE_PORT}"
-    pods = []
-    for i, worker in enumerate(trackings):
-        at = f"spec.trackingWorkers[{i}]"
-        template = checked_template(require_mapping(worker, at).get("template"), f"{at}.template")
-        param = WorkerParam(
-            worker_type=TRACKING_WORKER,
-            env={
-                "NAMESPACE": ns,
-                "SERVICE_NAME": name,
-                "WORKER_NAME": stable_worker_name(owner, f"{TRACKING_WORKER}-", i),
-                "EDGEMESH_URL": reid_url,
-            },
-        )
-        pods.append(
-            PodWant(f"{TRACKING_WORKER}-{i}", TRACKING_WORKER, template, param, f"{at}.template")
-        )
-
-    return WorkloadPlan(
-        services=(ServiceWant(REID_WORKER, REID_SERVICE_PORT),),
-        deployments=(
-            DeploymentWant(
-                REID_WORKER,
-                reid_spec,
-                WorkerParam(worker_type=REID_WORKER),
-                "spec.reidWorkers.template",
-            ),
-        ),
-        pods=tuple(pods),
-    )
+    reid = reid_deployment(spec)
+    pods = tracking_pods(owner, spec, {"EDGEMESH_URL": reid_url(owner)})
+    return WorkloadPlan(services=(reid_service(),), deployments=(reid,), pods=pods)
