@@ -209,7 +209,8 @@ class OwnedPods:
 
     def _template_with_identity(self, want: PodWant, want_hash: str) -> dict[str, Any]:
         template = copy.deepcopy(dict(want.template))
-        meta = template.setdefault("metadata", {})
+        meta = dict(template.get("metadata") or {})
+        template["metadata"] = meta
         annotations = dict(meta.get("annotations") or {})
         annotations[POD_KEY_ANNOTATION] = want.key
         annotations[SPEC_HASH_ANNOTATION] = want_hash

@@ -133,3 +133,35 @@ def test_job_without_kind(kube: KubeClient, il_world: dict[str, Any]) -> None:
 def test_unknown_credential_mode(kube: KubeClient) -> None:
     with pytest.raises(ValueError, match="credential_injection"):
         WorkerRuntime(kube, credential_injection="plain")  # type: ignore[arg-type]
+
+
+def test_null_lists_and_maps_in_a_template_are_read_as_absent(
+    kube: KubeClient, namespace: str, il_world: dict[str, Any]
+) -> None:
+    """Regression (found by fuzzing job specs): kube reads `volumeMounts: null` as no
+    mounts; the builder's merge took the None for the list and the reconcile crashed
+    with a TypeError instead of making the pod."""
+    job = il_world["job"]
+    template = {
+        "metadata": {"labels": None, "annotations": None},
+        "spec": {
+            "containers": [{"name": "w", "image": "busybox", "volumeMounts": None, "env": None}],
+            "volumes": None,
+            "initContainers": None,
+        },
+    }
+    param = WorkerParam(
+        worker_type="train",
+        env={"A": "1"},
+        mounts=[
+            WorkerMount(url=MountURL(url="/data/train.txt", download_by_initializer=True),
+                        env_name="TRAIN_DATASET_URL"),
+            WorkerMount(url=MountURL(url="/model/base.pb"), env_name="BASE_MODEL_URL"),
+        ],
+    )  # fmt: skip
+    pod = WorkerRuntime(kube).create_pod_with_template(
+        job, template, param, field="spec.trainSpec.template"
+    )
+    (container,) = pod["spec"]["containers"]
+    assert {e["name"] for e in container["env"]} >= {"A", "TRAIN_DATASET_URL", "BASE_MODEL_URL"}
+    assert container["volumeMounts"] and pod["spec"]["volumes"]

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sedna.runtime.workers.credentials import CredentialInjection
-from sedna.runtime.workers.env import env_list, inject_by_key
+from sedna.runtime.workers.env import dict_field, env_list, inject_by_key, list_field
 from sedna.runtime.workers.labels import JobRef, controller_owner_reference, generate_labels
 from sedna.runtime.workers.pods import template_spec
 from sedna.runtime.workers.storage import SecretGetter, apply_storage, plan_storage
@@ -63,11 +63,11 @@ def inject_deployment_param(
 
     The ``app.sedna.io`` value keeps the worker type's case, as Go does.
     """
-    meta = deployment.setdefault("metadata", {})
+    meta = dict_field(deployment, "metadata")
     if not meta.get("name"):
         meta["name"] = deployment_name(job, param.worker_type)
-    dspec = deployment.setdefault("spec", {})
-    template = dspec.setdefault("template", {})
+    dspec = dict_field(deployment, "spec")
+    template = dict_field(dspec, "template")
     spec = template_spec(job, template, field)
 
     plan = plan_storage(job, param.mounts, get_secret, mode, field_prefix=f"{field}.")
@@ -79,9 +79,9 @@ def inject_deployment_param(
     selector = dspec.get("selector") or {}
     dspec["selector"] = selector
     for target in (
-        meta.setdefault("labels", {}),
-        template.setdefault("metadata", {}).setdefault("labels", {}),
-        selector.setdefault("matchLabels", {}),
+        dict_field(meta, "labels"),
+        dict_field(dict_field(template, "metadata"), "labels"),
+        dict_field(selector, "matchLabels"),
     ):
         target.update(labels)
 
@@ -90,5 +90,5 @@ def inject_deployment_param(
     envs = env_list(env)
     if envs:
         for c in spec["containers"]:
-            inject_by_key(c.setdefault("env", []), envs, "name")
+            inject_by_key(list_field(c, "env"), envs, "name")
     template["spec"] = spec

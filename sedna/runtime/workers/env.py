@@ -32,6 +32,28 @@ def merge_first_wins(
     return current
 
 
+def list_field(obj: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """``obj[key]`` as the list to merge into; a null or absent one becomes ``[]``.
+
+    kube reads ``volumeMounts: null`` as no mounts, and so must the builder:
+    ``setdefault`` would return the None (found by fuzzing).
+    """
+    value = obj.get(key)
+    if value is None:
+        value = obj[key] = []
+    out: list[dict[str, Any]] = value
+    return out
+
+
+def dict_field(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    """``obj[key]`` as the mapping to write into; a null or absent one becomes ``{}``."""
+    value = obj.get(key)
+    if value is None:
+        value = obj[key] = {}
+    out: dict[str, Any] = value
+    return out
+
+
 def inject_by_key(
     target: list[dict[str, Any]], entries: Iterable[Mapping[str, Any]], key: str
 ) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from sedna.runtime.kube.jsoncopy import json_deepcopy
 from sedna.runtime.workers.credentials import CredentialInjection
-from sedna.runtime.workers.env import env_list, inject_by_key
+from sedna.runtime.workers.env import env_list, inject_by_key, list_field
 from sedna.runtime.workers.hot_update import hot_update_env, hot_update_volume
 from sedna.runtime.workers.labels import (
     JobRef,
@@ -95,14 +95,14 @@ def build_worker_pod(
     env.update(plan.env)
     if param.worker_type.lower() == INFERENCE_POD_TYPE and param.model_hot_update.enable:
         volume, mount = hot_update_volume(ref)
-        inject_by_key(spec.setdefault("volumes", []), [volume], "name")
+        inject_by_key(list_field(spec, "volumes"), [volume], "name")
         for c in spec["containers"]:
-            inject_by_key(c.setdefault("volumeMounts", []), [mount], "mountPath")
+            inject_by_key(list_field(c, "volumeMounts"), [mount], "mountPath")
         env.update(hot_update_env(param.model_hot_update))
     envs = env_list(env)
     if envs:
         for c in spec["containers"]:
-            inject_by_key(c.setdefault("env", []), envs, "name")
+            inject_by_key(list_field(c, "env"), envs, "name")
 
     labels = {str(k): str(v) for k, v in (tmeta.get("labels") or {}).items()}
     labels.update(generate_labels(ref, param.worker_type))

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sedna.runtime.workers.credentials import CredentialInjection, MissingEndpoint, s3_secret_envs
-from sedna.runtime.workers.env import inject_by_key, merge_first_wins
+from sedna.runtime.workers.env import inject_by_key, list_field, merge_first_wins
 from sedna.runtime.workers.labels import JobRef
 from sedna.runtime.workers.paths import convert_k8s_valid_name, go_join, go_split
 from sedna.runtime.workers.types import MountURL, WorkerMount
@@ -186,7 +186,7 @@ def plan_storage(
 
 
 def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    containers: list[dict[str, Any]] = spec.setdefault("containers", [])
+    containers: list[dict[str, Any]] = list_field(spec, "containers")
     return containers
 
 
@@ -194,9 +194,7 @@ def _inject_into_containers(spec: dict[str, Any], key: str, entries: list[dict[s
     if not entries:
         return
     for c in _containers(spec):
-        inject_by_key(
-            c.setdefault(key, []), entries, "mountPath" if key == "volumeMounts" else "name"
-        )
+        inject_by_key(list_field(c, key), entries, "mountPath" if key == "volumeMounts" else "name")
 
 
 def _volume_namer(spec: Mapping[str, Any]) -> Callable[[str], str]:
@@ -247,9 +245,9 @@ def apply_storage(spec: dict[str, Any], plan: StoragePlan, image: str) -> None:
             "terminationMessagePolicy": "FallbackToLogsOnError",
             "imagePullPolicy": "IfNotPresent",
         }
-        inject_by_key(spec.setdefault("initContainers", []), [init], "name")
+        inject_by_key(list_field(spec, "initContainers"), [init], "name")
         inject_by_key(
-            spec.setdefault("volumes", []), [{"name": DOWNLOAD_VOLUME_NAME, "emptyDir": {}}], "name"
+            list_field(spec, "volumes"), [{"name": DOWNLOAD_VOLUME_NAME, "emptyDir": {}}], "name"
         )
         _inject_into_containers(
             spec,
@@ -272,7 +270,7 @@ def apply_storage(spec: dict[str, Any], plan: StoragePlan, image: str) -> None:
         # an indirect index is read by the init container only
         (init_mounts if r.source.indirect else mounts).append(vm)
     if volumes:
-        inject_by_key(spec.setdefault("volumes", []), volumes, "name")
+        inject_by_key(list_field(spec, "volumes"), volumes, "name")
     _inject_into_containers(spec, "volumeMounts", mounts)
     if mounts:
         _inject_into_containers(
