@@ -41,7 +41,4 @@ PLUGIN_PACKAGES=$(for d in plugins/*/sedna_* plugins/contrib/*/sedna_*; do [ -f 
 echo "== import-linter"
 .venv/bin/lint-imports
 echo "== pytest"
-# A test that fails is run again, at most twice, and every rerun is reported ("R" and
-# the summary): some end-to-end tests wait on deadlines that a loaded machine misses
-# now and then; a real failure fails all three runs.
-exec .venv/bin/python -m pytest -n 2 -p no:cacheprovider --reruns 2 "$@"
+exec .venv/bin/python -m pytest -n 2 -p no:cacheprovider "$@"
