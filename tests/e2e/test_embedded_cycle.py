@@ -159,3 +159,13 @@ def test_a_cycle_completes_and_survives_a_restart(gm: GMProcess) -> None:
         60,
     )
     assert_no_duplicate_pods(kube, gm)
+    gm.stop()
+    # An operator's first run logs no error and no connection churn (regressions: a
+    # missing optional token file logged as an ERROR on every start; the watches took
+    # the whole connection pool).
+    noise = [
+        ln
+        for ln in gm.log.read_text().splitlines()
+        if " ERROR " in ln or "Traceback" in ln or "pool is full" in ln
+    ]
+    assert not noise, "\n".join(noise[:10])

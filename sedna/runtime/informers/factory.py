@@ -38,7 +38,7 @@ from typing import Any, Final
 from loguru import logger
 
 from ..clock import Clock, RealClock
-from ..kube.client import KubeClient
+from ..kube.client import DEFAULT_POOL_SIZE, KubeClient, ensure_pool_size
 from ..kube.resources import PODS, Resource
 from .informer import InformerOptions, SharedInformer
 from .mutation import CacheMutationError, detector_enabled_by_env
@@ -144,6 +144,7 @@ class SharedInformerFactory:
                 )
                 self._informers[key] = inf
                 if self._started:
+                    self._size_pool(len(self._informers))
                     inf.start()
         return inf
 
@@ -201,8 +202,17 @@ class SharedInformerFactory:
                 raise RuntimeError("informer factory is stopped")
             self._started = True
             informers = list(self._informers.values())
+        self._size_pool(len(informers))
         for inf in informers:
             inf.start()
+
+    def _size_pool(self, watches: int) -> None:
+        """Each informer's watch holds one pooled connection for as long as it runs; the
+        pool keeps those plus the controllers' requests, or every request beyond it
+        opens (and TLS-handshakes) a connection that is discarded after one use."""
+        api_client = getattr(self.client, "api_client", None)
+        if api_client is not None:
+            ensure_pool_size(api_client, watches + DEFAULT_POOL_SIZE)
 
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         """Block until every started informer has synced; False on timeout.
