@@ -57,11 +57,7 @@ def validate_options(raw: Mapping[str, Any]) -> Options:
     try:
         return Options.model_validate(dict(raw))
     except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err.get("loc", ()))
-        if err.get("type") == "extra_forbidden":
-            raise FeatureOptionsError(key, "unknown option") from None
-        raise FeatureOptionsError(key, f"{err.get('msg')}, got {err.get('input')!r}") from None
+        raise FeatureOptionsError.from_validation(exc) from None
 
 
 def _build(ctx: ControllerContext) -> FeatureController:
