@@ -115,7 +115,9 @@ def model_mount(
     `SpecError` naming the Model's field. Sedna fails the service for good on both.
     """
     ns = job_ref(owner).namespace
-    model = models.lister.get(ns, name)
+    # a cache miss is read from the server: a Model applied with its service (one
+    # `kubectl apply -f dir/`) may not be cached yet, and is no reason for a Warning
+    model = models.get_or_read(ns, name)
     if model is None:
         raise Waiting(field, REASON_MODEL_NOT_FOUND, f"model {ns}/{name} not found")
     spec = model.get("spec") or {}
