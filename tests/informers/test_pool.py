@@ -19,7 +19,9 @@ def test_the_pool_grows_with_the_watches_started_and_started_later(
     and HPA informer per feature kind) the watches alone took the 32 pooled connections;
     every request beyond them opened a TLS connection and discarded it after one use
     ("Connection pool is full, discarding connection")."""
-    own = kubernetes.client.ApiClient(copy.copy(api_client.configuration))
+    cfg = copy.copy(api_client.configuration)
+    cfg.connection_pool_maxsize = 4  # as a fresh client has it (the session's has grown)
+    own = kubernetes.client.ApiClient(cfg)
     kube = KubeClient(own)
     assert own.configuration.connection_pool_maxsize == DEFAULT_POOL_SIZE
     factory = SharedInformerFactory(kube, namespace=namespace, min_resync_period=0, options=FAST)
