@@ -1145,7 +1145,9 @@ def _already_applied(conds: list[Obj], cond: Obj, content: Any) -> str:
     appended twice, and the second Ready asked for a second worker.
     """
     mine = _intent(cond)
-    if any(_intent(c) == mine for c in conds):
+    # this round only: timestamps have a second's resolution, so a quick earlier round's
+    # condition (same stage, same report) can look the same
+    if any(_intent(c) == mine for c in _this_round(conds)):
         return _LANDED
     return _BEHIND if _behind(conds, content) else ""
 
