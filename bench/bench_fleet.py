@@ -536,32 +536,15 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
     if variant == "startup" and not os.environ.get("BENCH_NO_SETTLE"):
         settler.start()
     profile = os.environ.get("BENCH_PROFILE")  # a file: the start's profile, all threads
-    profiles: list[Any] = []
-    if profile:
-        import cProfile
-        import threading
+    from thread_profiles import profile_threads  # bench/, as embedded_server
 
-        original_run = threading.Thread.run
-
-        def profiled_run(self: Any) -> None:
-            prof = cProfile.Profile()
-            profiles.append(prof)
-            prof.runcall(original_run, self)
-
-        threading.Thread.run = profiled_run  # type: ignore[method-assign]
-        main_prof = cProfile.Profile()
-        profiles.append(main_prof)
-        main_prof.enable()
+    merged = profile_threads(this_thread=True) if profile else None
     manager.start()
     started_at = time.perf_counter()
-    if profile:
-        import pstats
-
-        main_prof.disable()
+    if merged is not None:
+        assert profile
         time.sleep(1.0)  # the first syncs
-        for p in profiles:
-            p.create_stats()  # a thread's profile so far (threads still run)
-        pstats.Stats(*profiles).dump_stats(profile)
+        merged().dump_stats(profile)
     # idle: every job synced once and the process' CPU no longer moving
     deadline = time.monotonic() + 300
     cpu = -1.0

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import embedded_server  # bench/: the server every process dials
+from thread_profiles import profile_threads
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -167,36 +168,6 @@ class _NoEvents:
     def stop(self) -> None: ...
 
 
-def _profiled_threads() -> Callable[[], Any]:
-    """cProfile (thread CPU time) every thread started from now on; returns the merger."""
-    import cProfile
-    import pstats
-
-    profiles: list[cProfile.Profile] = []
-    original = threading.Thread.run
-
-    def run(self: threading.Thread) -> None:
-        prof = cProfile.Profile(time.thread_time)  # CPU, not waits
-        profiles.append(prof)
-        prof.enable()
-        try:
-            original(self)
-        finally:
-            prof.disable()
-
-    threading.Thread.run = run  # type: ignore[method-assign]
-
-    def merged() -> pstats.Stats:
-        for p in profiles:
-            p.disable()  # threads still running (informers) are stopped by now or soon
-        stats = pstats.Stats(profiles[0])
-        for p in profiles[1:]:
-            stats.add(p)
-        return stats
-
-    return merged
-
-
 def _thread_cpu() -> dict[str, float]:
     """CPU seconds of each live thread of this process by name (numbered when repeated)."""
     out: dict[str, float] = {}
@@ -264,7 +235,7 @@ def _run_gm(
     container.api_client.override(providers.Object(embedded_server.client(url)))
     if variant == "gm-no-events":
         container.events.override(providers.Object(_NoEvents()))
-    merged = _profiled_threads() if profile else None
+    merged = profile_threads(time.thread_time) if profile else None  # CPU, not waits
     manager = Manager(
         config, container=container, extra_plugins={il_plugin.FEATURE_NAME: il_plugin}
     )

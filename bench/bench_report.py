@@ -136,18 +136,9 @@ def _gm(url: str, ns: str, port: int, token_file: str, ready_q: Any, stop: Any) 
         config, container=container, extra_plugins={il_plugin.FEATURE_NAME: il_plugin}
     )
     profile = os.environ.get("BENCH_PROFILE")  # a file: the GM's whole run, every thread
-    profiles: list[Any] = []
-    if profile:
-        import cProfile
+    from thread_profiles import profile_threads  # bench/, as embedded_server
 
-        original_run = threading.Thread.run
-
-        def profiled_run(self: Any) -> None:
-            prof = cProfile.Profile()
-            profiles.append(prof)
-            prof.runcall(original_run, self)
-
-        threading.Thread.run = profiled_run  # type: ignore[method-assign]
+    merged = profile_threads() if profile else None
     manager.start()
     from sedna.heap import HeapSettler
 
@@ -158,12 +149,9 @@ def _gm(url: str, ns: str, port: int, token_file: str, ready_q: Any, stop: Any) 
     pauses = _GCPauses()
     stop.wait()
     ready_q.put(pauses.pauses)
-    if profile:
-        import pstats
-
-        for p in profiles:
-            p.create_stats()
-        pstats.Stats(*profiles).dump_stats(profile)
+    if merged is not None:
+        assert profile
+        merged().dump_stats(profile)
     settler.stop()
     manager.stop()
 
