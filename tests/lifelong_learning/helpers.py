@@ -104,6 +104,19 @@ class TestLC(StagedJobLC):
     job = JOB
 
 
+def run_round(api: Api, lc: TestLC) -> None:
+    """One whole round of the sample job through one LC: Train, Eval, Deploy, back to
+    Train/Waiting, with the workers finishing as the kubelet would make them."""
+    train = run_stage(api, lc, "train", TRAIN_INPUT)
+    lc.report(api.ns, "train", "completed", output=TRAIN_OUTPUT)
+    api.wait_latest("Eval/Waiting")
+    api.set_phase(train["metadata"]["name"], "Succeeded")
+    ev = run_stage(api, lc, "eval", EVAL_INPUT)
+    api.set_phase_and_wait(ev["metadata"]["name"], "Succeeded", "Deploy/Waiting")
+    lc.report(api.ns, "deploy", "ready", input=DEPLOY_INPUT)
+    api.wait_latest("Train/Waiting")
+
+
 def data_of(cond: Mapping[str, Any]) -> Any:
     return json.loads(cond["data"])
 

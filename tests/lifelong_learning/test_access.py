@@ -10,16 +10,7 @@ from support.rbac import access_rules, denied_gm_calls, describe, feature_calls,
 from sedna.embedded.apiserver import ApiCall, APIServer
 
 from .conftest import GMFactory, LCFactory
-from .helpers import (
-    DEPLOY_INPUT,
-    DS_NODE,
-    EVAL_INPUT,
-    TRAIN_INPUT,
-    TRAIN_OUTPUT,
-    Api,
-    run_stage,
-    start_sample_job,
-)
+from .helpers import DS_NODE, Api, run_round, start_sample_job
 
 
 def test_every_call_of_a_cycle_is_declared_and_granted(
@@ -33,14 +24,7 @@ def test_every_call_of_a_cycle_is_declared_and_granted(
     lc = make_lc(gm, DS_NODE)
     start_sample_job(api, sedna_reference)
     for _ in range(2):  # the second Deploy deletes the first inference worker
-        train = run_stage(api, lc, "train", TRAIN_INPUT)
-        lc.report(api.ns, "train", "completed", output=TRAIN_OUTPUT)
-        api.wait_latest("Eval/Waiting")
-        api.set_phase(train["metadata"]["name"], "Succeeded")
-        ev = run_stage(api, lc, "eval", EVAL_INPUT)
-        api.set_phase_and_wait(ev["metadata"]["name"], "Succeeded", "Deploy/Waiting")
-        lc.report(api.ns, "deploy", "ready", input=DEPLOY_INPUT)
-        api.wait_latest("Train/Waiting")
+        run_round(api, lc)
     assert gm.controller.wait_idle(5.0)
     mine = {c for c in gm_calls(embedded_apiserver) if c.namespace == api.ns}
     for call in (

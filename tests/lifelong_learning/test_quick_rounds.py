@@ -19,12 +19,11 @@ from sedna.embedded.apiserver import APIServer
 
 from .conftest import GMFactory, LCFactory
 from .helpers import (
-    DEPLOY_INPUT,
     DS_NODE,
-    EVAL_INPUT,
     TRAIN_INPUT,
     TRAIN_OUTPUT,
     Api,
+    run_round,
     run_stage,
     start_sample_job,
 )
@@ -43,14 +42,7 @@ def test_a_retried_report_is_not_the_same_report_of_an_earlier_round(
     gm = make_gm(clock=clock)
     lc = make_lc(gm, DS_NODE)
     start_sample_job(api, sedna_reference)
-    train = run_stage(api, lc, "train", TRAIN_INPUT)
-    lc.report(api.ns, "train", "completed", output=TRAIN_OUTPUT)
-    api.wait_latest("Eval/Waiting")
-    api.set_phase(train["metadata"]["name"], "Succeeded")
-    ev = run_stage(api, lc, "eval", EVAL_INPUT)
-    api.set_phase_and_wait(ev["metadata"]["name"], "Succeeded", "Deploy/Waiting")
-    lc.report(api.ns, "deploy", "ready", input=DEPLOY_INPUT)
-    api.wait_latest("Train/Waiting")
+    run_round(api, lc)
 
     run_stage(api, lc, "train", TRAIN_INPUT)
     embedded_apiserver.faults.fail(409, verbs=("update",), resources=STATUS, count=1)
