@@ -34,7 +34,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any
 
 from loguru import logger
@@ -163,8 +163,7 @@ class OwnedPods:
         self._lock = threading.Lock()
         self._enqueue = enqueue
         # creates whose answer was lost, by "<owner uid>/<want key>" and spec hash
-        self.creations = PodCreations(self.api)
-        self._process_start = ctx.clock.wall()
+        self.creations = PodCreations(self.api, started=ctx.clock.wall())
         if pods is not None:
             pods.add_event_handler(ResourceEventHandlerFuncs(delete=self._pod_deleted))
 
@@ -341,20 +340,10 @@ class OwnedPods:
             labels=generate_labels(job_ref(owner), want.worker_type),
             create=create,
             adoptable=adoptable,
-            verify=self._older_than_process(meta.get("creationTimestamp")),
+            # an owner older than the process: the GM before a restart may have made its
+            # pod, committed after this process listed (one LIST per such create)
+            verify=self.creations.predates(meta.get("creationTimestamp")),
         )
-
-    def _older_than_process(self, stamp: object) -> bool:
-        """Whether the GM before a restart may have made this owner's pods: its create
-        may have committed after this process's informers listed, so only the API can
-        tell (one LIST per create, for owners older than the process)."""
-        if not isinstance(stamp, str) or not stamp:
-            return True
-        try:
-            at = datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(UTC)
-        except ValueError:
-            return True
-        return at <= self._process_start
 
     def _delete(self, ns: str, pod: Obj, seen: PodsSeen, why: str) -> None:
         name = str(_meta(pod).get("name") or "")

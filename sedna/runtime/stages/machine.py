@@ -250,12 +250,10 @@ class StageMachine(Controller):
         self.pods_client = ctx.kube.resource(PODS)
         self.jobs = jobs
         self.pods = ctx.informers.worker_pods(feature.resource)
-        self.creations = PodCreations(self.pods_client)
+        self.creations = PodCreations(self.pods_client, started=ctx.clock.wall())
         self.worker_type_label = f"{feature.kind.lower()}.{feature.resource.group}/worker-type"
         self._lock = threading.Lock()
         self._expect: dict[str, _Expectation] = {}
-        # what was asked before this process started may have been acted on by the last
-        self._process_start = ctx.clock.wall()
         self._sent_nodes: dict[str, set[str]] = {}
         self.jobs.add_event_handler(
             ResourceEventHandlerFuncs(
@@ -897,12 +895,6 @@ class StageMachine(Controller):
             keys = ", ".join(sorted(annotations))
             raise StageRetry("AnnotationFailed", f"cannot set annotation {keys}: {exc}") from exc
 
-    def _older_than_process(self, stamp: Any) -> bool:
-        """Whether a request made at `stamp` (an RFC 3339 time) may predate this process,
-        so that the GM before a restart may have created its worker already."""
-        at = C.parse_time(stamp)
-        return at is None or at <= self._process_start
-
     def _create(
         self,
         key: str,
@@ -934,7 +926,7 @@ class StageMachine(Controller):
                 labels=self._labels(job, request.param.worker_type),
                 create=create,
                 adoptable=adoptable or (lambda pod: True),
-                verify=self._older_than_process(since),
+                verify=self.creations.predates(since),
             )
         except WorkerError as exc:
             raise StageRetry(

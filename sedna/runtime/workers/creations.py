@@ -23,6 +23,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from sedna.runtime.kube import ApiError, ResourceClient
@@ -87,13 +88,31 @@ class PodCreations:
     Thread-safe; at most `max_entries` keys are remembered (oldest dropped first).
     """
 
-    def __init__(self, pods: ResourceClient, *, max_entries: int = 4096) -> None:
+    def __init__(
+        self, pods: ResourceClient, *, max_entries: int = 4096, started: datetime | None = None
+    ) -> None:
+        """`started`: when this process began (the caller's clock; default now), for
+        `predates`."""
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self._pods = pods
         self._max = max_entries
+        self._started = started if started is not None else datetime.now(UTC)
         self._lock = threading.Lock()
         self._in_doubt: OrderedDict[str, str] = OrderedDict()
+
+    def predates(self, stamp: object) -> bool:
+        """Whether an intent made at `stamp` (an RFC 3339 time: a condition's, an owner's
+        creation) may be older than this process, so that the GM before a restart may
+        have created its pod already: pass the answer as `create(verify=...)`. A stamp
+        that is absent or unreadable counts as older (the look-up is the safe side)."""
+        if not isinstance(stamp, str) or not stamp:
+            return True
+        try:
+            at = datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(UTC)
+        except ValueError:
+            return True
+        return at <= self._started
 
     def in_doubt(self, key: str, intent: str) -> bool:
         """Whether a create for this intent may have committed without an answer."""
