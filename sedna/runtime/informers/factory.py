@@ -210,9 +210,7 @@ class SharedInformerFactory:
         """Each informer's watch holds one pooled connection for as long as it runs; the
         pool keeps those plus the controllers' requests, or every request beyond it
         opens (and TLS-handshakes) a connection that is discarded after one use."""
-        api_client = getattr(self.client, "api_client", None)
-        if api_client is not None:
-            ensure_pool_size(api_client, watches + DEFAULT_POOL_SIZE)
+        ensure_pool_size(self.client.api_client, watches + DEFAULT_POOL_SIZE)
 
     def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
         """Block until every started informer has synced; False on timeout.
