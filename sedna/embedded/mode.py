@@ -21,7 +21,6 @@ import contextlib
 import os
 import secrets
 import ssl
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +92,7 @@ class EmbeddedMode:
             db_path=db,
             pod_logs=self.state_dir / LOGS_DIR_NAME,
             tokens=[self._api_token()],
-            token_source=_optional_tokens(self.state_dir / API_TOKENS_FILE_NAME),
+            token_source=file_token_provider(self.state_dir / API_TOKENS_FILE_NAME, optional=True),
             pki_dir=self.state_dir / PKI_DIR_NAME,
         )
         try:
@@ -316,14 +315,3 @@ def _first_token(path: Path) -> str | None:
     except OSError:
         return None
     return next((t.strip() for t in text.splitlines() if t.strip()), None)
-
-
-def _optional_tokens(path: Path) -> Callable[[], frozenset[str]]:
-    """The extra API tokens of `path`, re-read when it changes; a file that does not
-    exist is the usual case (no extra tokens), not an error to log on every start."""
-    read = file_token_provider(path)
-
-    def provide() -> frozenset[str]:
-        return read() if path.exists() else frozenset()
-
-    return provide

@@ -79,13 +79,16 @@ def parse_tokens(text: str) -> frozenset[str]:
     return frozenset(line.strip() for line in text.splitlines() if line.strip())
 
 
-def file_token_provider(path: str | os.PathLike[str]) -> Callable[[], frozenset[str]]:
+def file_token_provider(
+    path: str | os.PathLike[str], *, optional: bool = False
+) -> Callable[[], frozenset[str]]:
     """Tokens from a file, re-read whenever the file changes (mtime, size or inode).
 
     Kubernetes updates a mounted Secret by swapping a symlink, which changes the
     inode that `os.stat` sees, so rotation is picked up on the next connection. An
     unreadable file yields no tokens (every LC is refused) and is logged once per
-    change of state, not once per connection attempt.
+    change of state, not once per connection attempt; with `optional`, a file that
+    does not exist is no tokens and nothing to log.
     """
     lock = threading.Lock()
     state: dict[str, Any] = {"sig": None, "tokens": frozenset(), "error": None}
@@ -103,7 +106,7 @@ def file_token_provider(path: str | os.PathLike[str]) -> Callable[[], frozenset[
                     state.update(sig=sig, tokens=tokens, error=None)
             except (OSError, UnicodeDecodeError) as exc:
                 err = type(exc).__name__
-                if state["error"] != err:
+                if state["error"] != err and not (optional and isinstance(exc, FileNotFoundError)):
                     logger.error("cannot read websocket token file {}: {}", path, err)
                 state.update(sig=None, tokens=frozenset(), error=err)
             tokens_now: frozenset[str] = state["tokens"]
