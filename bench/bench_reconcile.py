@@ -73,6 +73,17 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def _process_switches(pid: int) -> int:
+    """Context switches of every live thread of ``pid``."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += _switches(str(task))
+        except OSError:  # the thread ended meanwhile
+            continue
+    return total
+
+
 def _settled_cpu(pid: int, limit: float = 10.0) -> float:
     """The CPU seconds of ``pid`` once it stops working (< 1 tick per 0.25 s)."""
     deadline = time.monotonic() + limit
@@ -168,27 +179,42 @@ class _NoEvents:
     def stop(self) -> None: ...
 
 
-def _thread_cpu() -> dict[str, float]:
-    """CPU seconds of each live thread of this process by name (numbered when repeated)."""
-    out: dict[str, float] = {}
+def _switches(task: str) -> int:
+    """Voluntary + involuntary context switches of one task (``/proc/<pid>/task/<tid>``)."""
+    n = 0
+    for line in Path(task, "status").read_text().splitlines():
+        if "ctxt_switches:" in line:
+            n += int(line.split()[1])
+    return n
+
+
+def _thread_cpu() -> dict[str, tuple[float, int]]:
+    """CPU seconds and context switches of each live thread of this process by name
+    (numbered when repeated)."""
+    out: dict[str, tuple[float, int]] = {}
     for t in threading.enumerate():
+        task = f"/proc/self/task/{t.native_id}"
         try:
-            fields = Path(f"/proc/self/task/{t.native_id}/stat").read_text().rsplit(")", 1)[1]
+            fields = Path(task, "stat").read_text().rsplit(")", 1)[1]
+            switches = _switches(task)
         except OSError:
             continue
         f = fields.split()
         name = t.name
         while name in out:
             name += "+"
-        out[name] = (int(f[11]) + int(f[12])) / TICK
+        out[name] = ((int(f[11]) + int(f[12])) / TICK, switches)
     return out
 
 
-def _write_thread_cpu(before: dict[str, float], path: str) -> None:
-    """The CPU each thread used since ``before``, as JSON at ``path`` (none when empty)."""
+def _write_thread_cpu(before: dict[str, tuple[float, int]], path: str) -> None:
+    """The CPU and switches of each thread since ``before``, as JSON at ``path``."""
     if path:
         after = _thread_cpu()
-        used = {n: round(c - before.get(n, 0.0), 4) for n, c in after.items()}
+        used = {
+            n: (round(c - before.get(n, (0.0, 0))[0], 4), s - before.get(n, (0.0, 0))[1])
+            for n, (c, s) in after.items()
+        }
         Path(path).write_text(json.dumps(used))
 
 
@@ -438,11 +464,13 @@ def _run_variant(
     ]
     time.sleep(1.0)  # let the controller settle (informers synced, threads idle)
     gm0, srv0, me0 = _cpu_seconds(pid), _cpu_seconds(server_pid), time.process_time()
+    sw0 = _process_switches(pid)
     writer = ctx.Process(target=_write, args=(url, ns, args.jobs, args.writers, done_q))
     writer.start()
     finished = progress.done.wait(args.timeout)
     end = progress.last if finished else time.perf_counter()
     gm_done = _cpu_seconds(pid)
+    sw_done = _process_switches(pid)
     me1 = time.process_time()
     gm1 = _settled_cpu(pid)  # work left behind (queued events) is the jobs' too
     srv1 = _cpu_seconds(server_pid)
@@ -456,7 +484,7 @@ def _run_variant(
     if proc.is_alive():
         proc.kill()
     done = args.jobs if finished else progress.count()
-    per_thread: dict[str, float] = {}
+    per_thread: dict[str, list[float]] = {}
     if threads_out and os.path.exists(threads_out):
         per_thread = json.loads(Path(threads_out).read_text())
         os.unlink(threads_out)
@@ -470,6 +498,7 @@ def _run_variant(
         "seconds": round(wall, 2),
         "controller_cpu_ms_per_job": round((gm1 - gm0) / max(done, 1) * 1e3, 2),
         "controller_cpu_ms_per_job_at_done": round((gm_done - gm0) / max(done, 1) * 1e3, 2),
+        "controller_switches_per_job_at_done": round((sw_done - sw0) / max(done, 1), 1),
         "server_cpu_ms_per_job": round((srv1 - srv0) / max(done, 1) * 1e3, 2),
         "watcher_cpu_ms_per_job": round((me1 - me0) / max(done, 1) * 1e3, 3),
         "writer_jobs_per_s": round(args.jobs / (last_write - first), 1),
@@ -479,9 +508,14 @@ def _run_variant(
             {
                 "thread_cpu_ms_per_job": {
                     n: round(c / max(done, 1) * 1e3, 3)
-                    for n, c in sorted(per_thread.items(), key=lambda x: -x[1])
+                    for n, (c, _) in sorted(per_thread.items(), key=lambda x: -x[1][0])
                     if c > 0
-                }
+                },
+                "thread_switches_per_job": {
+                    n: round(s / max(done, 1), 2)
+                    for n, (_, s) in sorted(per_thread.items(), key=lambda x: -x[1][1])
+                    if s > 0
+                },
             }
             if per_thread
             else {}

@@ -109,3 +109,22 @@ def test_has_credential() -> None:
     assert not has_credential({"metadata": {"annotations": {"other": "x"}}})
     assert not has_credential({"metadata": {}})
     assert not has_credential({})
+
+
+def test_payload_is_compact_utf8_json_whatever_the_encoder() -> None:
+    obj = {"kind": "Model", "metadata": {"name": "模型", "labels": {"a": "<&>"}}, "n": [1, 2.5]}
+    expected = '{"kind":"Model","metadata":{"name":"模型","labels":{"a":"<&>"}},"n":[1,2.5]}'
+    assert encode_payload(obj) == expected.encode()
+    # orjson refuses integers beyond 64 bits: json encodes them, same shape
+    assert encode_payload({"big": 2**70, 1: "x"}) == b'{"big":1180591620717411303424,"1":"x"}'
+
+
+def test_payload_refuses_what_json_cannot_encode() -> None:
+    import datetime
+
+    with pytest.raises(TypeError):
+        encode_payload({"at": datetime.datetime(2026, 1, 1)})
+    circular: dict[str, object] = {}
+    circular["self"] = circular
+    with pytest.raises(ValueError, match="circular"):
+        encode_payload(circular)

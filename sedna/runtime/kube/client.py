@@ -95,6 +95,7 @@ class KubeClient:
         if pool_size:
             ensure_pool_size(api_client, pool_size)
         self._auth = ["BearerToken"]
+        self._direct: tuple[Any, str, Any] | None = None  # (manager, origin, its pool)
 
     def resource(self, res: Resource) -> ResourceClient:
         """Return the client for one resource (cheap; no caching needed)."""
@@ -201,16 +202,9 @@ class KubeClient:
             timeout = self.request_timeout
         try:
             raw = _encode(body) if body is not None else None
-            if raw is not None and (pool := _pool_of(self.api_client)) is not None:
+            if raw is not None and (manager := _pool_of(self.api_client)) is not None:
                 resp = rest.RESTResponse(
-                    pool.request(
-                        method_,
-                        url,
-                        body=raw,
-                        headers=header_params,
-                        timeout=_urllib3_timeout(timeout),
-                        preload_content=False,
-                    )
+                    self._write(manager, method_, url, raw, header_params, timeout)
                 )
             else:
                 resp = self.api_client.call_api(
@@ -229,6 +223,59 @@ class KubeClient:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransportError(0, type(exc).__name__, f"{method} {path}: {exc}") from exc
         return resp
+
+    def _write(
+        self,
+        manager: Any,
+        method: str,
+        url: str,
+        body: bytes,
+        headers: dict[str, str],
+        timeout: Timeout | None,
+    ) -> Any:
+        """A request with an encoded body on the client's own urllib3 pool.
+
+        A quarter of a write's CPU went to the PoolManager finding the same pool for
+        the same host again (URL parse, pool key) on every request. For a plain
+        ``PoolManager`` that pool is looked up once and used directly, with what the
+        manager would pass it (no redirects, the pool's retries); proxies and custom
+        managers keep the manager's own routing.
+        """
+        target = self._direct_pool(manager, url)
+        kw: dict[str, Any] = {
+            "body": body,
+            "headers": headers,
+            "timeout": _urllib3_timeout(timeout),
+            "preload_content": False,
+        }
+        if target is not None:
+            pool, uri = target
+            try:
+                return pool.urlopen(method, uri, assert_same_host=False, redirect=False, **kw)
+            except urllib3.exceptions.ClosedPoolError:
+                self._direct = None  # the manager dropped it (cleared, evicted): ask it
+        return manager.request(method, url, **kw)
+
+    def _direct_pool(self, manager: Any, url: str) -> tuple[Any, str] | None:
+        """The manager's pool for `url`'s host and the request-uri to send, or None."""
+        if type(manager) is not urllib3.PoolManager:
+            return None
+        cached = self._direct
+        if cached is None or cached[0] is not manager or not _under(url, cached[1]):
+            u = urllib3.util.parse_url(url)
+            if not u.scheme or not u.host:
+                return None
+            origin = f"{u.scheme}://{u.netloc}"
+            if not _under(url, origin):
+                return None
+            pool = manager.connection_from_host(u.host, port=u.port, scheme=u.scheme)
+            cached = self._direct = (manager, origin, pool)
+        return cached[2], url[len(cached[1]) :] or "/"
+
+
+def _under(url: str, origin: str) -> bool:
+    """Whether `url` is on `origin` (scheme://host:port), not on a longer port or host."""
+    return url.startswith(origin) and url[len(origin) : len(origin) + 1] in ("", "/", "?")
 
 
 # datetimes, dataclasses and subclasses of dict/str... raise instead of being encoded
