@@ -73,7 +73,7 @@ def test_writes_use_the_managers_own_pool_and_keep_its_connections(
         cms.create(namespace, {"metadata": {"name": f"p{i}"}, "data": {"i": str(i)}})
     manager = own.rest_client.pool_manager
     assert len(manager.pools) == 1  # no second pool, no second stack
-    (pool,) = [manager.pools[k] for k in manager.pools]
+    (pool,) = [manager.pools[k] for k in manager.pools.keys()]  # noqa: SIM118 (no __iter__)
     assert pool.num_requests >= 5
     assert pool.num_connections == 1  # one kept-alive connection served every write
 
