@@ -17,7 +17,9 @@ of its own so CPU time can be charged to whom it belongs:
 Reported per variant: jobs/s (wall, first create to last job done), the
 controller's CPU ms per job and the server's CPU ms per job (utime+stime from
 /proc/<pid>/stat over the same window; the server's share includes serving the
-writers and this watcher), and the lag after the last create.
+writers and this watcher), the controller's context switches per job (all its
+threads, /proc/<pid>/task/*/status, up to the last job done), and the lag after the
+last create.
 
 Variants: ``gm`` (production defaults: event recorder on, cache mutation detector
 off), ``gm-no-events`` (recorder replaced by a no-op), ``gm-mutation-detector``
@@ -32,8 +34,9 @@ Run: `python bench/bench_reconcile.py [--jobs N] [--writers T] [--workers W]
 [--variants gm,lean,...] [--repeat R] [--threads] [--profile]`. Prints a table and writes
 `bench/results/reconcile.json` (not with ``--profile``: cProfile of every GM thread,
 merged, top functions printed; the figures of a profiled run are not comparable).
-``--threads`` adds, for gm and lean, the CPU ms per job of each controller thread
-(from /proc, 10 ms ticks, so ±0.02 ms/job at 500 jobs), read after the measured window.
+``--threads`` adds, for gm and lean, the CPU ms and the context switches per job of each
+controller thread (from /proc, 10 ms ticks, so ±0.02 ms/job at 500 jobs), read after the
+measured window.
 """
 
 from __future__ import annotations
