@@ -45,6 +45,7 @@ from sedna.runtime import (
     StagedJobFeature,
     StageInputError,
     StageMachine,
+    StageRetry,
     job_ref,
     model_hot_update_config_file,
 )
@@ -100,7 +101,7 @@ class IncrementalLearningFeature(StagedJobFeature):
 
     def _model(self, job: Obj, name: str, field: str) -> NamedModel:
         ns = str(_meta(job).get("namespace"))
-        obj = self.models.lister.get(ns, name)
+        obj = _read(self.models, ns, name, f"Model {ns}/{name} ({field})")
         if obj is None:
             raise StageBlocked("MissingModel", f"Model {ns}/{name} ({field}) not found")
         try:
@@ -110,7 +111,7 @@ class IncrementalLearningFeature(StagedJobFeature):
 
     def _dataset(self, job: Obj, name: str) -> NamedDataset:
         ns = str(_meta(job).get("namespace"))
-        obj = self.datasets.lister.get(ns, name)
+        obj = _read(self.datasets, ns, name, f"Dataset {ns}/{name} (spec.dataset.name)")
         if obj is None:
             raise StageBlocked(
                 "MissingDataset", f"Dataset {ns}/{name} (spec.dataset.name) not found"
@@ -224,6 +225,16 @@ class IncrementalLearningController(StageMachine):
         )
         self.models = self.il.models
         self.datasets = self.il.datasets
+
+
+def _read(informer: SharedInformer, ns: str, name: str, what: str) -> Obj | None:
+    """The cached object, confirmed with the API on a miss: a job's event can come before
+    a Model or Dataset created with it reaches its cache (and a warning for an input that
+    exists would be false). An API error is retried, not taken as absence."""
+    try:
+        return informer.get_or_read(ns, name)
+    except ApiError as exc:
+        raise StageRetry("InputReadFailed", f"cannot read {what}: {exc}") from None
 
 
 def _referenced(job: Obj, field: str) -> set[str]:

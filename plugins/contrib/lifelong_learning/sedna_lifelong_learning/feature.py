@@ -34,6 +34,7 @@ from sedna.runtime import (
     StageBlocked,
     StagedJobFeature,
     StageInputError,
+    StageRetry,
 )
 
 from . import downstream
@@ -114,8 +115,8 @@ class LifelongLearning(StagedJobFeature):
         ns, name = str(_meta(job).get("namespace") or ""), spec.dataset.name
         try:
             obj = self.datasets.get_or_read(ns, name)
-        except ApiError as exc:
-            raise StageBlocked("MissingDataset", f"Dataset {ns}/{name}: {exc}") from None
+        except ApiError as exc:  # the API, not the Dataset, failed: retried
+            raise StageRetry("InputReadFailed", f"cannot read Dataset {ns}/{name}: {exc}") from None
         if obj is None:
             raise StageBlocked(
                 "MissingDataset", f"Dataset {ns}/{name} (spec.dataset.name) not found"
