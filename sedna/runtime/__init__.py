@@ -151,6 +151,8 @@ _EXPORTS: dict[str, str] = {
     "NamedDataset": "sedna.runtime.stages.inputs",
     "StageInputError": "sedna.runtime.stages.inputs",
     "original_dataset": "sedna.runtime.stages.inputs",
+    "read_dataset": "sedna.runtime.stages.inputs",
+    "read_input": "sedna.runtime.stages.inputs",
     "random_suffix": "sedna.runtime.stages.inputs",
     "go_json": "sedna.runtime.workers.helpers",
     # owned workloads (Deployments, Services, HPAs a resource controls)
@@ -414,6 +416,8 @@ __all__ = [
     "parse_template",
     "parse_view",
     "random_suffix",
+    "read_dataset",
+    "read_input",
     "read_owned_pods",
     "record_in_latest_condition",
     "record_metrics",
@@ -604,6 +608,8 @@ if TYPE_CHECKING:
         StageInputError,
         original_dataset,
         random_suffix,
+        read_dataset,
+        read_input,
     )
     from sedna.runtime.stages.spec import (
         CondData,

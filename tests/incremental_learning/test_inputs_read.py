@@ -7,10 +7,9 @@ from pathlib import Path
 
 import kubernetes
 import pytest
-from sedna_incremental_learning.controller import _read
 
 from sedna.embedded.apiserver import APIServer
-from sedna.runtime import DATASETS, KubeClient, SharedInformerFactory, StageRetry
+from sedna.runtime import DATASETS, KubeClient, SharedInformerFactory, StageRetry, read_input
 
 from .helpers import sample_dataset
 
@@ -21,9 +20,9 @@ def test_a_dataset_applied_with_its_job_is_found_before_the_cache_has_it(
     kube = KubeClient(api_client)
     kube.resource(DATASETS).create(namespace, sample_dataset(sedna_reference))
     datasets = SharedInformerFactory(kube, namespace=namespace).informer(DATASETS)  # not started
-    found = _read(datasets, namespace, "incremental-dataset", "Dataset")
+    found = read_input(datasets, namespace, "incremental-dataset", "Dataset")
     assert found is not None and found["spec"]["nodeName"]
-    assert _read(datasets, namespace, "absent", "Dataset") is None  # absent: blocked as before
+    assert read_input(datasets, namespace, "absent", "Dataset") is None  # absent: blocked as before
 
 
 def test_an_api_error_on_the_read_is_retried_not_reported_missing(
@@ -34,6 +33,6 @@ def test_an_api_error_on_the_read_is_retried_not_reported_missing(
     datasets = SharedInformerFactory(KubeClient(api_client), namespace=namespace).informer(DATASETS)
     embedded_apiserver.faults.fail(500, verbs=("get",), resources=("datasets",), count=1)
     with pytest.raises(StageRetry) as caught:
-        _read(datasets, namespace, "incremental-dataset", "Dataset ns/incremental-dataset")
+        read_input(datasets, namespace, "incremental-dataset", "Dataset ns/incremental-dataset")
     assert caught.value.reason == "InputReadFailed"
     assert "cannot read Dataset ns/incremental-dataset" in caught.value.message

@@ -45,15 +45,16 @@ from sedna.runtime import (
     StagedJobFeature,
     StageInputError,
     StageMachine,
-    StageRetry,
     job_ref,
     model_hot_update_config_file,
+    read_dataset,
+    read_input,
 )
 
 from . import conditions as C
 from .downstream import Getter, Lookups, plan
 from .plugin import Options
-from .spec import KIND, JobSpec, SpecError, cond_data, dataset_spec, job_spec, model_spec
+from .spec import KIND, JobSpec, SpecError, cond_data, job_spec, model_spec
 from .upstream import report_data
 from .workers import (
     EVAL_WORKER,
@@ -101,7 +102,7 @@ class IncrementalLearningFeature(StagedJobFeature):
 
     def _model(self, job: Obj, name: str, field: str) -> NamedModel:
         ns = str(_meta(job).get("namespace"))
-        obj = _read(self.models, ns, name, f"Model {ns}/{name} ({field})")
+        obj = read_input(self.models, ns, name, f"Model {ns}/{name} ({field})")
         if obj is None:
             raise StageBlocked("MissingModel", f"Model {ns}/{name} ({field}) not found")
         try:
@@ -110,16 +111,7 @@ class IncrementalLearningFeature(StagedJobFeature):
             raise StageBlocked("InvalidModel", str(exc)) from None
 
     def _dataset(self, job: Obj, name: str) -> NamedDataset:
-        ns = str(_meta(job).get("namespace"))
-        obj = _read(self.datasets, ns, name, f"Dataset {ns}/{name} (spec.dataset.name)")
-        if obj is None:
-            raise StageBlocked(
-                "MissingDataset", f"Dataset {ns}/{name} (spec.dataset.name) not found"
-            )
-        try:
-            return NamedDataset(name, dataset_spec(obj))
-        except SpecError as exc:
-            raise StageBlocked("InvalidDataset", str(exc)) from None
+        return read_dataset(self.datasets, str(_meta(job).get("namespace")), name)
 
     def _job_info(self, job: Obj) -> JobInfo:
         meta = _meta(job)
@@ -225,16 +217,6 @@ class IncrementalLearningController(StageMachine):
         )
         self.models = self.il.models
         self.datasets = self.il.datasets
-
-
-def _read(informer: SharedInformer, ns: str, name: str, what: str) -> Obj | None:
-    """The cached object, confirmed with the API on a miss: a job's event can come before
-    a Model or Dataset created with it reaches its cache (and a warning for an input that
-    exists would be false). An API error is retried, not taken as absence."""
-    try:
-        return informer.get_or_read(ns, name)
-    except ApiError as exc:
-        raise StageRetry("InputReadFailed", f"cannot read {what}: {exc}") from None
 
 
 def _referenced(job: Obj, field: str) -> set[str]:

@@ -5,9 +5,14 @@ and the worker names' random suffix."""
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from sedna.runtime.stages.spec import CondData, DatasetSpec
+from sedna.runtime.informers import SharedInformer
+from sedna.runtime.kube import ApiError
+from sedna.runtime.stages.feature import StageBlocked, StageRetry
+from sedna.runtime.stages.spec import CondData, DatasetSpec, ObjectSpecError, dataset_spec
 from sedna.runtime.workers import MountURL, WorkerMount
 
 STAGE_RESTART_POLICY = "OnFailure"
@@ -24,6 +29,33 @@ def random_suffix(n: int = 5) -> str:
 class NamedDataset:
     name: str
     spec: DatasetSpec
+
+
+def read_input(
+    informer: SharedInformer, namespace: str, name: str, what: str
+) -> Mapping[str, Any] | None:
+    """A job's input (Model, Dataset) from the cache, confirmed with the API on a miss:
+    a job's event can come before an input applied with it reaches its cache, and a
+    warning for an input that exists would be false. An API error raises `StageRetry`
+    (`InputReadFailed`): the API failed, not the input."""
+    try:
+        return informer.get_or_read(namespace, name)
+    except ApiError as exc:
+        raise StageRetry("InputReadFailed", f"cannot read {what}: {exc}") from None
+
+
+def read_dataset(datasets: SharedInformer, namespace: str, name: str) -> NamedDataset:
+    """The job's Dataset (`spec.dataset.name`) as `read_input` reads it; `StageBlocked`
+    names it when it is missing (`MissingDataset`) or invalid (`InvalidDataset`)."""
+    obj = read_input(datasets, namespace, name, f"Dataset {namespace}/{name}")
+    if obj is None:
+        raise StageBlocked(
+            "MissingDataset", f"Dataset {namespace}/{name} (spec.dataset.name) not found"
+        )
+    try:
+        return NamedDataset(name, dataset_spec(obj))
+    except ObjectSpecError as exc:
+        raise StageBlocked("InvalidDataset", str(exc)) from None
 
 
 class StageInputError(ValueError):

@@ -34,11 +34,11 @@ from sedna.runtime import (
     StageBlocked,
     StagedJobFeature,
     StageInputError,
-    StageRetry,
+    read_dataset,
 )
 
 from . import downstream
-from .spec import JobSpec, SpecError, cond_data, dataset_spec, job_name, job_spec
+from .spec import JobSpec, SpecError, cond_data, job_name, job_spec
 from .upstream import ReportError as LLReportError
 from .upstream import parse_report
 from .workers import (
@@ -112,19 +112,8 @@ class LifelongLearning(StagedJobFeature):
 
     def _dataset(self, job: Obj, spec: JobSpec) -> NamedDataset:
         assert self.datasets is not None
-        ns, name = str(_meta(job).get("namespace") or ""), spec.dataset.name
-        try:
-            obj = self.datasets.get_or_read(ns, name)
-        except ApiError as exc:  # the API, not the Dataset, failed: retried
-            raise StageRetry("InputReadFailed", f"cannot read Dataset {ns}/{name}: {exc}") from None
-        if obj is None:
-            raise StageBlocked(
-                "MissingDataset", f"Dataset {ns}/{name} (spec.dataset.name) not found"
-            )
-        try:
-            return NamedDataset(name, dataset_spec(obj))
-        except SpecError as exc:
-            raise StageBlocked("InvalidDataset", str(exc)) from None
+        ns = str(_meta(job).get("namespace") or "")
+        return read_dataset(self.datasets, ns, spec.dataset.name)
 
     # -- pods ---------------------------------------------------------------------------
 
