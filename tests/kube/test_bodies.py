@@ -10,7 +10,7 @@ import urllib3
 from kubernetes.client import rest
 
 from sedna.runtime.kube import CONFIGMAPS, KubeClient
-from sedna.runtime.kube.client import _encode, _pool_of
+from sedna.runtime.kube.client import _encode, _manager_of
 
 
 @pytest.fixture()
@@ -19,7 +19,7 @@ def kube(api_client: kubernetes.client.ApiClient) -> KubeClient:
 
 
 def test_bodies_round_trip_non_ascii_on_the_fast_path(kube: KubeClient, namespace: str) -> None:
-    assert _pool_of(kube.api_client) is not None  # the default client takes the fast path
+    assert _manager_of(kube.api_client) is not None  # the default client takes the fast path
     cms = kube.resource(CONFIGMAPS)
     text = 'Grüße, 模型 ✓ "quoted" \\ \n'
     created = cms.create(namespace, {"metadata": {"name": "u"}, "data": {"k": text}})
@@ -52,7 +52,7 @@ def test_a_custom_rest_client_gets_every_body_itself(
 
     custom = kubernetes.client.ApiClient(api_client.configuration)
     custom.rest_client = Recording(api_client.configuration)
-    assert _pool_of(custom) is None
+    assert _manager_of(custom) is None
     body = {"metadata": {"name": "c"}, "data": {"a": "b"}}
     created = KubeClient(custom, pool_size=None).resource(CONFIGMAPS).create(namespace, body)
     assert created["data"] == {"a": "b"}

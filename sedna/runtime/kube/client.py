@@ -202,7 +202,7 @@ class KubeClient:
             timeout = self.request_timeout
         try:
             raw = _encode(body) if body is not None else None
-            if raw is not None and (manager := _pool_of(self.api_client)) is not None:
+            if raw is not None and (manager := _manager_of(self.api_client)) is not None:
                 resp = rest.RESTResponse(
                     self._write(manager, method_, url, raw, header_params, timeout)
                 )
@@ -299,12 +299,14 @@ def _encode(body: Any) -> bytes | None:
         return None
 
 
-def _pool_of(api_client: kubernetes.client.ApiClient) -> Any:
-    """The urllib3 pool of the client's ``RESTClientObject``, or None for a custom one.
+def _manager_of(api_client: kubernetes.client.ApiClient) -> Any:
+    """The urllib3 pool manager of the client's ``RESTClientObject``, or None for a
+    custom one.
 
     ``RESTClientObject.request`` runs ``json.dumps`` on every JSON body; for bytes we
-    already encoded, its write branch reduces to this pool's ``request`` (GETs, with
-    their retry handling, still go through it).
+    already encoded, its write branch reduces to this manager's ``request``, which
+    ``KubeClient._write`` sends on the manager's pool for the host (GETs, with their
+    retry handling, still go through the client).
     """
     rest_client = getattr(api_client, "rest_client", None)
     if type(rest_client) is not rest.RESTClientObject:
