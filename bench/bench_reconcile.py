@@ -213,11 +213,10 @@ def _thread_cpu() -> dict[str, tuple[float, int]]:
 def _write_thread_cpu(before: dict[str, tuple[float, int]], path: str) -> None:
     """The CPU and switches of each thread since ``before``, as JSON at ``path``."""
     if path:
-        after = _thread_cpu()
-        used = {
-            n: (round(c - before.get(n, (0.0, 0))[0], 4), s - before.get(n, (0.0, 0))[1])
-            for n, (c, s) in after.items()
-        }
+        used: dict[str, tuple[float, int]] = {}
+        for n, (cpu, switches) in _thread_cpu().items():
+            cpu0, switches0 = before.get(n, (0.0, 0))
+            used[n] = (round(cpu - cpu0, 4), switches - switches0)
         Path(path).write_text(json.dumps(used))
 
 
