@@ -198,9 +198,9 @@ def test_video_analytics_waits_for_its_model(make_gm: Any, api: Api) -> None:
     api.wait_pods("va-demo", 1, "videoanalytics")
 
 
-def test_a_create_not_yet_in_the_cache_is_not_repeated(make_gm: Any, api: Api) -> None:
-    """Expectations: a sync that does not see the pod the previous one created (the cache
-    lags) makes no second pod."""
+def _reid_probe(make_gm: Any, api: Api) -> tuple[Any, dict[str, Any], tuple[Any, ...]]:
+    """A running ReidJob's bare-pod controller, the job as owner, and one more wanted pod
+    (`probe`) that its own plan does not name."""
     gm = start(make_gm, api, "ReidJob")
     kind, name, wtype = REID
     api.wait_pods(name, 1, wtype)
@@ -210,6 +210,13 @@ def test_a_create_not_yet_in_the_cache_is_not_repeated(make_gm: Any, api: Api) -
     want = controller.plan(owner).pods[0]  # type: ignore[attr-defined]
     probe = (dataclasses.replace(want, key="probe"),)
     pods = controller.owned_pods  # type: ignore[attr-defined]
+    return pods, owner, probe
+
+
+def test_a_create_not_yet_in_the_cache_is_not_repeated(make_gm: Any, api: Api) -> None:
+    """Expectations: a sync that does not see the pod the previous one created (the cache
+    lags) makes no second pod."""
+    pods, owner, probe = _reid_probe(make_gm, api)
     first = pods.ensure(owner, probe, [])
     second = pods.ensure(owner, probe, [])  # the cache has not shown the first one's pod
     assert (len(first.created), first.active) == (1, 1)
@@ -221,15 +228,7 @@ def test_a_made_pod_deleted_before_a_sync_saw_it_is_made_again_at_once(
 ) -> None:
     """The DELETE event of a pod still expected ends the expectation: a sync that never
     saw the pod in the cache makes it again (not 300 s later, when it expires)."""
-    gm = start(make_gm, api, "ReidJob")
-    kind, name, wtype = REID
-    api.wait_pods(name, 1, wtype)
-    assert gm.manager is not None
-    controller = next(f.controller for f in gm.manager.features if f.name == "reid")
-    owner = {**api.owner(kind, name), "kind": kind, "apiVersion": "sedna.io/v1alpha1"}
-    want = controller.plan(owner).pods[0]  # type: ignore[attr-defined]
-    probe = (dataclasses.replace(want, key="probe"),)
-    pods = controller.owned_pods  # type: ignore[attr-defined]
+    pods, owner, probe = _reid_probe(make_gm, api)
     first = pods.ensure(owner, probe, [])  # made and expected; the cache is not shown it
     (made,) = first.created
     with contextlib.suppress(NotFound):  # the controller prunes it too: no want names it
