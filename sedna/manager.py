@@ -171,6 +171,8 @@ class Manager:
                 on_built=self._features_built,
             )
             self._host = host
+            if self._stopped.is_set():  # a stop came before activation: keep it
+                host.request_stop(self._stop_reason)
             for loaded in plugins.features:
                 host.add(
                     loaded.feature,
@@ -185,6 +187,8 @@ class Manager:
                     host.start()
             except FeatureStartError as exc:
                 raise StartupError(str(exc)) from exc
+            if not host.started:
+                return  # stopped while the caches synced; `run` stops the rest
             self._bind_lc_metrics(host)
             self._add_readiness(host)
             plugins.hooks.startup(self.context())
@@ -328,9 +332,15 @@ class Manager:
             self.stop()
 
     def request_stop(self, reason: str = "") -> None:
-        """Ask `run` to return; safe from a signal handler (it does not log)."""
+        """Ask `run` to return; safe from a signal handler (it does not log).
+
+        A start still waiting for the caches (an API server down) ends too.
+        """
         self._stop_reason = self._stop_reason or reason
         self._stopped.set()
+        host = self._host
+        if host is not None:
+            host.request_stop(self._stop_reason)
 
     def stop(self) -> None:
         """Stop everything that was started, in reverse order; safe to call twice."""

@@ -40,6 +40,10 @@ class FeatureStartError(RuntimeError):
     """A feature could not be built or the runtime could not start; for the operator."""
 
 
+class _StartCancelled(Exception):
+    """`request_stop` came while `start` waited for the caches."""
+
+
 STOP_POLL_SECONDS = 0.25
 
 
@@ -214,7 +218,9 @@ class FeatureHost:
         """Build every feature, sync the caches, open the edge server, start controllers.
 
         On failure everything started so far is stopped and `FeatureStartError` says
-        which feature or which part failed.
+        which feature or which part failed. A `request_stop` while the caches sync (an
+        API server slow or unreachable) stops what started and returns: `started` is
+        False and `run` returns at once.
         """
         if self._started:
             return
@@ -236,10 +242,18 @@ class FeatureHost:
             for hosted in self.features:
                 assert hosted.controller is not None
                 hosted.controller.start()
+        except _StartCancelled:
+            self.stop()  # `run` then returns at once: the stop was asked for
+            return
         except BaseException:
             self.stop()
             raise
         self._started = True
+
+    @property
+    def started(self) -> bool:
+        """Whether `start` completed (False when a stop came while the caches synced)."""
+        return self._started
 
     def _start_runtime(self) -> None:
         c = self.container
@@ -247,7 +261,9 @@ class FeatureHost:
         informers = c.informers()
         informers.start()
         self._running.append(("informers", informers))
-        if not informers.wait_for_cache_sync(self._sync_timeout):
+        if not informers.wait_for_cache_sync(self._sync_timeout, stop=self._stopped):
+            if self._stopped.is_set():
+                raise _StartCancelled
             raise FeatureStartError(
                 f"informer caches did not sync within {self._sync_timeout:.0f} s"
             )

@@ -56,6 +56,17 @@ class InterceptHandler(logging.Handler):
         logger.opt(depth=depth, exception=record.exc_info).log(level, record.getMessage())
 
 
+class _RetryNoise(logging.Filter):
+    """Drops urllib3's line per connection retry (3 per request to an API server that is
+    down): the caller logs the failure once, with the same cause."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Retrying (")
+
+
+_RETRY_NOISE = _RetryNoise()
+
+
 FIELDS = ("kind", "job", "stage", "node", "pod", "controller")
 """Context fields a JSON line carries at its top level (bound with `logger.bind` or
 `logger.contextualize`), so a log collector can filter on them: the controller base
@@ -115,3 +126,8 @@ def configure_logging(level: str = "INFO", fmt: str = "text", stream: TextIO | N
     quiet = logging.DEBUG if level in ("TRACE", "DEBUG") else logging.WARNING
     for name in ("urllib3", "kubernetes", "websockets", "aiohttp", "asyncio"):
         logging.getLogger(name).setLevel(quiet)
+    pool_log = logging.getLogger("urllib3.connectionpool")
+    if quiet == logging.DEBUG:
+        pool_log.removeFilter(_RETRY_NOISE)
+    else:
+        pool_log.addFilter(_RETRY_NOISE)

@@ -8,6 +8,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -306,3 +307,48 @@ def test_a_stop_that_hangs_ends_at_the_deadline_with_every_thread_s_stack(
     assert "received SIGTERM, stopping" in proc.stderr
     assert "in stuck_in_stop" in proc.stderr  # the stack says where it hung
     assert "sedna-gm stopped" not in proc.stderr
+
+
+def test_a_stop_while_the_api_server_is_unreachable_exits_zero_at_once(tmp_path: Path) -> None:
+    """SIGINT while the caches wait for an API server that is down: the wait ends (it
+    would last `cacheSyncTimeout`), the exit is clean, and urllib3's per-retry lines stay
+    out of the log (the informer's own line says what failed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "down",
+                        "cluster": {
+                            "server": f"https://127.0.0.1:{port}",
+                            "insecure-skip-tls-verify": True,
+                        },
+                    }
+                ],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "down", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    config = {
+        "kubeConfig": str(kubeconfig),
+        "websocket": {"address": "127.0.0.1", "port": 0, "auth": "none"},
+        "metrics": {"address": "127.0.0.1", "port": 0},
+    }
+    gm = GM(config, tmp_path)
+    try:
+        gm.until(r"list/watch failed")
+        code = gm.stopped(signal.SIGINT, timeout=20)
+    finally:
+        gm.kill()
+    assert code == 0, gm.output
+    assert "received SIGINT, stopping" in gm.output
+    assert "did not sync" not in gm.output
+    assert "Retrying (" not in gm.output

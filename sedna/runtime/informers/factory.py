@@ -60,6 +60,8 @@ def _default_transform(obj: dict[str, Any]) -> dict[str, Any]:
 
 DEFAULT_TRANSFORM: Final[Transform] = _default_transform
 
+_STOP_POLL: Final = 0.25  # how soon a stop ends a cache-sync wait
+
 # (resource, namespace, label selector, metadata only)
 _InformerKey = tuple[Resource, str, str | None, bool]
 
@@ -212,19 +214,32 @@ class SharedInformerFactory:
         opens (and TLS-handshakes) a connection that is discarded after one use."""
         ensure_pool_size(self.client.api_client, watches + DEFAULT_POOL_SIZE)
 
-    def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
-        """Block until every started informer has synced; False on timeout.
+    def wait_for_cache_sync(
+        self, timeout: float | None = None, stop: threading.Event | None = None
+    ) -> bool:
+        """Block until every started informer has synced; False on timeout or `stop`.
 
-        Real time on purpose: this waits for the API server, not for a delay of ours.
+        Like client-go's ``WaitForCacheSync(stopCh, ...)``: a stop asked for while the
+        API server is slow or unreachable ends the wait at once instead of after
+        `timeout`. Real time on purpose: this waits for the API server, not for a
+        delay of ours.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         for inf in self.informers:
             if not inf.is_started:
                 continue
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not inf.wait_for_sync(remaining):
-                logger.warning("informer {} did not sync within {}s", inf.name, timeout)
-                return False
+            while True:
+                if stop is not None and stop.is_set():
+                    return False
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                step = remaining
+                if stop is not None:
+                    step = _STOP_POLL if remaining is None else min(remaining, _STOP_POLL)
+                if inf.wait_for_sync(step):
+                    break
+                if remaining is not None and remaining <= step:
+                    logger.warning("informer {} did not sync within {}s", inf.name, timeout)
+                    return False
         return True
 
     def check_mutations(self) -> None:
