@@ -108,6 +108,8 @@ def latest_round(job: Obj) -> int:
         if c.get("reason") == RUN_REASON:
             best = 0
             continue
+        if c.get("reason") != ROUND_REASON:
+            continue  # a blocked job's Training=False, say
         m = _ROUND_MESSAGE.match(str(c.get("message") or ""))
         if m:
             best = max(best, int(m.group(1)))
