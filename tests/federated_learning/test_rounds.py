@@ -1,6 +1,7 @@
 """Round reports: each round of a training run recorded once however the training
 nodes' reports interleave, recorded again after a new aggregation worker starts a run
-(a spec rollout, a deleted aggregator), malformed rounds rejected."""
+(a spec rollout, a deleted aggregator), malformed rounds rejected; the aggregated
+Model's `updateTime` refreshed by every report with metrics."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from typing import Any
 
 from support.logs import LogCapture
 
+from sedna.runtime import FakeClock
+
 from .conftest import GMFactory, LCFactory
-from .helpers import JOB, NODES, Api, sample_job, wait_until
+from .helpers import JOB, MODEL, NODES, Api, sample_job, wait_until
 
 RUN = "NewTrainingRun"
 
@@ -128,3 +131,31 @@ def test_a_deleted_aggregator_starts_a_new_run_only_after_rounds(
     wait_until(lambda: RUN in _history(api), what="the new run's start")
     edge1.report_round(api.ns, 1)
     wait_until(lambda: _history(api) == [1, 2, RUN, 1], what="round 1 again")
+
+
+def test_the_models_update_time_is_refreshed_by_every_report_with_metrics(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    clock = FakeClock()
+    edge1, _ = _start(api, make_gm, make_lc, sedna_reference, clock=clock)
+
+    def status() -> dict[str, Any]:
+        return dict(api.models.get(api.ns, MODEL).get("status") or {})
+
+    edge1.report_round(api.ns, 1, {"accuracy": 0.5})
+    first = wait_until(lambda: status().get("updateTime"), what="updateTime")
+    clock.step(60)
+    edge1.report_round(api.ns, 2, {"accuracy": 0.5})  # the same metrics
+    second = wait_until(
+        lambda: status().get("updateTime") not in (None, first) and status()["updateTime"],
+        what="a refreshed updateTime",
+    )
+    assert second > first
+    assert status()["metrics"] == [{"key": "accuracy", "value": "0.5"}]
+    # no metrics, or malformed ones: updateTime stays
+    clock.step(60)
+    edge1.report_round(api.ns, 3)
+    edge1.report(api.ns, {"output": {"models": [{"metrics": [1]}]}})
+    edge1.report_round(api.ns, 4)
+    wait_until(lambda: 4 in _rounds(api), what="round 4")
+    assert status()["updateTime"] == second

@@ -472,26 +472,25 @@ class FederatedLearningController(Controller):
             return
         now = self._now()
 
+        changed = False
+
         def mutate(fresh: dict[str, Any]) -> bool:
+            # updateTime says when metrics were last reported, as in Sedna: refreshed by
+            # every report with metrics, changed or not (one write per such report)
+            nonlocal changed
             status = fresh.setdefault("status", {})
-            if status.get("metrics") == values:
+            changed = status.get("metrics") != values
+            if not changed and status.get("updateTime") == now:
                 return False
             status["metrics"] = values
             status["updateTime"] = now
             return True
 
         try:
-            written = False
-
-            def record(fresh: dict[str, Any]) -> bool:
-                nonlocal written
-                written = mutate(fresh)
-                return written
-
             update_status_with_retry(
-                self.models_client, ns, name, record, current=self.models.lister.get(ns, name)
+                self.models_client, ns, name, mutate, current=self.models.lister.get(ns, name)
             )
-            if written:
+            if changed:
                 shown = " ".join(f"{m['key']}={m['value']}" for m in values)
                 logger.info(
                     "federated learning job {}: Model {} metrics {} | reported by LC on node {}",
