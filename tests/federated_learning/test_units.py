@@ -163,3 +163,26 @@ def test_config_rbac_grants_every_call_the_feature_declares() -> None:
         if not allowed(a.group, r, v)
     ]
     assert not missing, f"config/rbac.yaml does not grant {missing}"
+
+
+def test_the_latest_round_is_that_of_the_current_run() -> None:
+    def rnd(r: int) -> dict[str, Any]:
+        return S.new_condition(S.TRAINING, "t", S.ROUND_REASON, S.round_message(r, "x"))
+
+    def job(conds: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"status": {"conditions": conds}}
+
+    assert S.latest_round(job([])) == 0
+    old_run = [rnd(1), rnd(3), rnd(2)]
+    assert S.latest_round(job(old_run)) == 3
+    assert S.latest_round(job([*old_run, S.run_marker("t", "2")])) == 0
+    assert S.latest_round(job([*old_run, S.run_marker("t", "2"), rnd(1)])) == 1
+    # blocked (False) conditions and malformed messages count for nothing
+    odd = [S.new_condition(S.TRAINING, "t", "Missing", "Round 9 x", status="False")]
+    odd += [S.new_condition(S.TRAINING, "t", S.ROUND_REASON, "Round two reaches")]
+    assert S.latest_round(job([rnd(1), *odd])) == 1
+    # bounding drops the marker only after every condition older than it
+    conds: list[dict[str, Any]] = []
+    for c in [rnd(5), S.run_marker("t", "2"), rnd(1), rnd(2), rnd(3)]:
+        S.append_bounded(conds, c, 3)
+    assert S.latest_round(job(conds)) == 3

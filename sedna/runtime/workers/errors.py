@@ -24,3 +24,19 @@ class WorkerError(Exception):
         self.kind = kind
         prefix = f"{kind} {job}" if kind else job
         super().__init__(f"{prefix}: {field}: {message}")
+
+
+class MissingReference(WorkerError):
+    """An object the spec names (a credential Secret) does not exist yet.
+
+    Not a spec error: creating the object cures it without an edit, so callers wait
+    and retry (``Pending`` with `reason`) instead of failing the owner. Sedna's Go GM
+    ignores the failed read and builds the worker without the credentials; the worker
+    then fails at its first download, far from the cause.
+    """
+
+    def __init__(
+        self, job: str, field: str, message: str, *, kind: str = "", reason: str = ""
+    ) -> None:
+        super().__init__(job, field, message, kind=kind)
+        self.reason = reason or "ReferenceNotFound"

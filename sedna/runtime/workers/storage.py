@@ -19,18 +19,21 @@ initializer image and the sedna Python library depend on:
 Where we differ on purpose (the Go GM produces pods the API server rejects
 or silently loses credentials): distinct host paths whose names fold to the
 same volume name get distinct volume names; a mount path or a name is never
-added twice; an unknown scheme, an unparsable URL, a missing secret and a
-secret without endpoint are errors.
+added twice; an unknown scheme, an unparsable URL, a secret name no Secret can have and a
+secret without endpoint are errors; a missing secret is a `MissingReference` (callers
+wait for it and retry, as it may yet be created).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from sedna.runtime.workers.credentials import CredentialInjection, MissingEndpoint, s3_secret_envs
 from sedna.runtime.workers.env import inject_by_key, list_field, merge_first_wins
+from sedna.runtime.workers.errors import MissingReference
 from sedna.runtime.workers.labels import JobRef
 from sedna.runtime.workers.paths import convert_k8s_valid_name, go_join, go_split
 from sedna.runtime.workers.types import MountURL, WorkerMount
@@ -45,6 +48,7 @@ __all__ = [
     "HOST_PATH_PREFIX_ENV",
     "INDIRECT_URL_MARK",
     "INDIRECT_URL_MARK_ENV",
+    "REASON_SECRET_NOT_FOUND",
     "STORAGE_INITIALIZER_NAME",
     "URLS_FIELD_SEP",
     "ResolvedURL",
@@ -65,6 +69,9 @@ INDIRECT_URL_MARK = "@"
 INDIRECT_URL_MARK_ENV = "INDIRECT_URL_MARK"
 DEFAULT_VOLUME_NAME = "sedna-default-volume-name"
 _DOWNLOAD_SCHEMES = ("s3", "http", "https")
+REASON_SECRET_NOT_FOUND = "SecretNotFound"
+# what the API server accepts as a Secret's name (a DNS-1123 subdomain)
+_SECRET_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 SecretGetter = Callable[[str], Mapping[str, Any] | None]
 """Returns the secret of that name in the job's namespace, or None when it does not exist."""
@@ -139,10 +146,17 @@ def _resolve(
 
     secret_envs: list[dict[str, Any]] = []
     if m.secret_name:
+        if len(m.secret_name) > 253 or not _SECRET_NAME.match(m.secret_name):
+            # no Secret can ever have this name: a spec error, not something to wait for
+            raise job.error(m.secret_field, f"{m.secret_name!r} is not a valid Secret name")
         secret = get_secret(m.secret_name)
         if secret is None:
-            raise job.error(
-                m.secret_field, f"secret {m.secret_name!r} not found in namespace {job.namespace}"
+            raise MissingReference(
+                job.key,
+                m.secret_field,
+                f"secret {m.secret_name!r} not found in namespace {job.namespace}",
+                kind=job.kind,
+                reason=REASON_SECRET_NOT_FOUND,
             )
         if u.scheme == "s3" or m.indirect:
             try:

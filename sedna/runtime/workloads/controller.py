@@ -6,7 +6,10 @@ feature extraction, ...) repeat:
 
 1. read the owner from the cache; skip it when gone or finished (terminal ``Failed``);
 2. `plan` it (a `SpecError` becomes a Warning Event and a ``Failed``/``InvalidSpec``
-   condition naming the field, cured by an edit; `Waiting` becomes ``Pending``);
+   condition naming the field, cured by an edit; `Waiting` becomes ``Pending``; a
+   Secret the spec names that does not exist (`MissingReference`) becomes ``Pending``
+   with reason ``SecretNotFound`` and a Warning Event, retried with a backoff as
+   Secrets are not watched);
 3. `OwnedWorkloads.ensure` the plan (create, adopt, heal, roll out, prune);
 4. `decide` the status from what it saw (default: ``Running`` when every Deployment
    is Available, ``Failed`` when one failed, ``Pending`` otherwise), and write it with
@@ -34,7 +37,7 @@ from sedna.runtime.informers import (
 )
 from sedna.runtime.kube import NotFound, Resource
 from sedna.runtime.kube.status import update_status_with_retry
-from sedna.runtime.workers.errors import WorkerError
+from sedna.runtime.workers.errors import MissingReference, WorkerError
 from sedna.runtime.workloads.conditions import (
     CONDITION_FAILED,
     CONDITION_PENDING,
@@ -59,6 +62,17 @@ REASON_CONFLICT = "NameConflict"
 # The caches are label-scoped and do not show a foreign object of a planned name go
 # away: a conflict is looked at again this often (one create and one get each time).
 CONFLICT_RECHECK_SECONDS = 5.0
+# A missing Secret is looked for again after 5 s, doubling up to 5 min: Secrets are not
+# watched (the GM may only get them), so the retry is what finds one created.
+MISSING_RETRY_SECONDS = 5.0
+MISSING_RETRY_MAX_SECONDS = 300.0
+
+
+def missing_retry_after(attempt: int) -> float:
+    """The delay before look `attempt` + 1 for a missing object (attempt >= 1)."""
+    return min(
+        MISSING_RETRY_SECONDS * 2.0 ** min(max(attempt - 1, 0), 16), MISSING_RETRY_MAX_SECONDS
+    )
 
 
 @dataclass(frozen=True)
@@ -112,6 +126,9 @@ class WorkloadController(Controller):
         self.resource = resource
         self.label = label or resource.kind
         self.max_conditions = max_conditions
+        # owner key -> consecutive syncs that found a referenced object missing (the
+        # backoff); dropped at the first sync that does not, so bounded by the owners
+        self._missing_attempts: dict[str, int] = {}
         self.api = ctx.kube.resource(resource)
         self.workloads = OwnedWorkloads(ctx, resource, self.enqueue, pods=pods)
         self.owners = self.workloads.owners
@@ -187,6 +204,7 @@ class WorkloadController(Controller):
 
     def sync(self, key: str) -> Result | None:
         ns, name = split_key(key)
+        missing_before = self._missing_attempts.pop(key, 0)
         cached = self.owners.lister.get(ns, name)
         if cached is None or (cached.get("metadata") or {}).get("deletionTimestamp"):
             return None
@@ -196,6 +214,9 @@ class WorkloadController(Controller):
         try:
             plan = self.plan(owner)
             observed = self.workloads.ensure(owner, plan)
+        except MissingReference as exc:
+            self._missing_attempts[key] = missing_before + 1
+            return self._missing(owner, exc, missing_retry_after(missing_before + 1))
         except SpecError as exc:
             return self._record(owner, self._invalid(owner, exc.field, exc.message))
         except WorkerError as exc:
@@ -233,6 +254,27 @@ class WorkloadController(Controller):
             self.ctx.events.normal(owner, "SuccessfulDelete", f"Deleted {what}")
         return self._record(owner, self.decide(owner, plan, observed), where=_where(plan, observed))
 
+    def _missing(self, owner: Obj, exc: MissingReference, retry_after: float) -> Result | None:
+        """A Secret the spec names does not exist: not a spec error (creating it cures
+        it), so ``Pending`` naming the field, or the workers kept as they are, and a
+        look again after `retry_after` (nothing announces the Secret)."""
+        waiting = Waiting(exc.field, exc.reason, exc.message, retry_after=retry_after)
+        kept = self._keep_running(owner, waiting)
+        if kept is not None:
+            result = kept[0]
+            if result is None or not result.requeue_after:
+                return Result(requeue_after=retry_after)
+            return Result(requeue_after=min(result.requeue_after, retry_after))
+        decision = StatusDecision(
+            CONDITION_PENDING,
+            exc.reason,
+            f"{exc.field}: {exc.message}",
+            self._active(owner),
+            0,
+            requeue_after=retry_after,
+        )
+        return self._record(owner, decision, warn=True)
+
     def _keep_running(self, owner: Obj, exc: Waiting) -> tuple[Result | None] | None:
         """Something the plan needs went missing after the workers were made (a Model
         deleted): they run on as they are, and the status follows them. Only an owner
@@ -263,7 +305,10 @@ class WorkloadController(Controller):
         *,
         event_reason: str = "",
         where: Mapping[str, str] | None = None,
+        warn: bool = False,
     ) -> Result | None:
+        """Write `decision`; a condition it appends is announced (a Warning Event when
+        Failed or `warn`)."""
         now = _rfc3339(self.ctx.clock.wall())
         appended: list[Mapping[str, Any]] = []
         before = latest_condition(owner.get("status"))
@@ -297,7 +342,9 @@ class WorkloadController(Controller):
         except NotFound:
             return None
         if appended:
-            self._announce(owner, before, appended[-1], decision, event_reason, where or {})
+            self._announce(
+                owner, before, appended[-1], decision, event_reason, where or {}, warn=warn
+            )
         if decision.requeue_after:
             return Result(requeue_after=decision.requeue_after)
         return None
@@ -310,6 +357,8 @@ class WorkloadController(Controller):
         decision: StatusDecision,
         event_reason: str,
         where: Mapping[str, str],
+        *,
+        warn: bool = False,
     ) -> None:
         meta = owner.get("metadata") or {}
         was = str(before.get("type")) if before else "-"
@@ -326,7 +375,7 @@ class WorkloadController(Controller):
         )
         reason = event_reason or str(cond.get("reason") or cond["type"])
         message = str(cond.get("message") or f"{self.resource.kind} is {cond['type']}")
-        if cond["type"] == CONDITION_FAILED:
+        if cond["type"] == CONDITION_FAILED or warn:
             self.ctx.events.warning(owner, reason, message)
         else:
             self.ctx.events.normal(owner, reason, message)

@@ -28,9 +28,13 @@ Sedna's Go GM, on purpose:
 5. A malformed spec, a missing Model or Dataset and a missing secret get a Warning Event
    and a `Training` condition with status False naming the field; the job waits
    (watching Models and Datasets) instead of failing, so fixing the input resumes it.
-6. Round reports are checked, accepted only from the LC of one of the job's training
-   nodes, recorded once per round (every node reports each round) and bounded
-   (`maxConditions`); Sedna appends one condition per report from anyone, forever.
+6. Round reports are checked, accepted only from the LC of a node a training worker's
+   template pins (`nodeName` or the `kubernetes.io/hostname` node selector: the nodes
+   the job is sent to), recorded once per round of a training run (every node reports
+   each round) and bounded (`maxConditions`); Sedna appends one condition per report
+   from anyone, forever. A new aggregation worker (spec rollout, deleted aggregator)
+   starts a new run, marked by a `NewTrainingRun` condition: its rounds are recorded
+   again from round 1.
 7. `Pending` means what Sedna documents (a worker not yet started); Sedna writes
    `Running` from the first sync on.
 8. Status-only changes are not re-sent to the LCs, a worker moved off a node gets the
@@ -408,6 +412,18 @@ class FederatedLearningController(Controller):
     def _record_round(
         self, job: Obj, current_round: int, update_time: str, msg: UpstreamMessage, where: str
     ) -> None:
+        """A Training condition for a round above the highest of the current run.
+
+        Every training node reports every round, in any interleaving (one node's round 3
+        may arrive after another's round 4): a round is recorded once, by the first
+        report above what the run has recorded. The run is what follows the latest
+        `NewTrainingRun` condition, appended before a new aggregation worker is made
+        (`_start_run`): that worker counts from round 1, and comparing with the highest
+        round of the whole history would drop its rounds until they passed the old
+        maximum. Deduplicating by "equals the latest recorded round" is not enough: a
+        late report of an older round would be recorded again. Sedna records every
+        report, duplicates included.
+        """
         when = update_time or self._now()
         cond = S.new_condition(
             S.TRAINING, self._now(), S.ROUND_REASON, S.round_message(current_round, when)
@@ -456,26 +472,25 @@ class FederatedLearningController(Controller):
             return
         now = self._now()
 
+        changed = False
+
         def mutate(fresh: dict[str, Any]) -> bool:
+            # updateTime says when metrics were last reported, as in Sedna: refreshed by
+            # every report with metrics, changed or not (one write per such report)
+            nonlocal changed
             status = fresh.setdefault("status", {})
-            if status.get("metrics") == values:
+            changed = status.get("metrics") != values
+            if not changed and status.get("updateTime") == now:
                 return False
             status["metrics"] = values
             status["updateTime"] = now
             return True
 
         try:
-            written = False
-
-            def record(fresh: dict[str, Any]) -> bool:
-                nonlocal written
-                written = mutate(fresh)
-                return written
-
             update_status_with_retry(
-                self.models_client, ns, name, record, current=self.models.lister.get(ns, name)
+                self.models_client, ns, name, mutate, current=self.models.lister.get(ns, name)
             )
-            if written:
+            if changed:
                 shown = " ".join(f"{m['key']}={m['value']}" for m in values)
                 logger.info(
                     "federated learning job {}: Model {} metrics {} | reported by LC on node {}",
@@ -642,6 +657,7 @@ class FederatedLearningController(Controller):
             if inputs is None:
                 inputs = self._inputs(job, spec)
             if slot == AGGREGATOR_SLOT:
+                self._start_run(job, generation)
                 param = aggregation_param(info, spec, inputs)
                 template, field = spec.aggregation_template, "spec.aggregationWorker.template"
             else:
@@ -650,6 +666,29 @@ class FederatedLearningController(Controller):
                 template, field = worker.template, f"{worker.field}.template"
             live.by_slot[slot] = self._create(job, template, param, field, slot, generation)
         return live.by_slot
+
+    def _start_run(self, job: Obj, generation: str) -> None:
+        """Before a new aggregation worker is made: mark the start of a training run if
+        the run before recorded rounds (the new worker counts from 1 again).
+
+        Written before the pod, so that no report of the new run can precede it; a retry
+        after a failed create finds the run empty and writes no second marker.
+        """
+        cond = S.run_marker(self._now(), generation)
+
+        def mutate(fresh: dict[str, Any]) -> bool:
+            if S.latest_round(fresh) == 0:
+                return False
+            conds = S.conditions(fresh)
+            S.append_bounded(conds, cond, self.options.maxConditions)
+            fresh.setdefault("status", {})["conditions"] = conds
+            return True
+
+        ns, name = split_key(meta_namespace_key(job))
+        try:
+            update_status_with_retry(self.jobs_client, ns, name, mutate, current=job)
+        except ApiError as exc:
+            raise _Retry("StatusWriteFailed", f"cannot mark the new training run: {exc}") from None
 
     def _create(
         self, job: Obj, template: Obj, param: WorkerParam, field: str, slot: str, generation: str

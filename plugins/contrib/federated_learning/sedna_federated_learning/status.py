@@ -26,6 +26,7 @@ SUCCEEDED = "Succeeded"
 PHASE_FAILED = "Failed"
 
 ROUND_REASON = "DoTraining"  # Sedna's reason for a round report
+RUN_REASON = "NewTrainingRun"  # ours: a new aggregation worker, rounds count from 1 again
 _ROUND_MESSAGE = re.compile(r"^Round (\d+) ")
 
 Obj = Mapping[str, Any]
@@ -81,12 +82,34 @@ def round_message(current_round: int, update_time: str) -> str:
     return f"Round {current_round} reaches at {update_time}"
 
 
+def run_marker(now: str, generation: str) -> dict[str, Any]:
+    """The condition that starts a training run: appended when the aggregation worker is
+    made anew (a spec rollout, a deleted aggregator) while rounds of the run before are
+    recorded; the new aggregator counts its rounds from 1 again."""
+    return new_condition(
+        TRAINING,
+        now,
+        RUN_REASON,
+        f"a new aggregation worker (generation {generation}) starts; rounds count from 1 again",
+    )
+
+
 def latest_round(job: Obj) -> int:
-    """The highest round the job's Training conditions record (0 when none)."""
+    """The highest round recorded in the current training run (0 when none): the Training
+    conditions after the latest `run_marker`, or all of them when there is none.
+
+    Bounding drops the oldest non-terminal conditions first, so a marker goes only after
+    everything before it: what remains after it, or without it, is the current run.
+    """
     best = 0
     for c in conditions(job):
         if c.get("type") != TRAINING:
             continue
+        if c.get("reason") == RUN_REASON:
+            best = 0
+            continue
+        if c.get("reason") != ROUND_REASON:
+            continue  # a blocked job's Training=False, say
         m = _ROUND_MESSAGE.match(str(c.get("message") or ""))
         if m:
             best = max(best, int(m.group(1)))
