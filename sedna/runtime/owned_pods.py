@@ -49,7 +49,7 @@ from sedna.runtime.informers import (
 )
 from sedna.runtime.kube import PODS, NotFound, Resource
 from sedna.runtime.workers.creations import CreatedPod, PodCreations
-from sedna.runtime.workers.errors import WorkerError
+from sedna.runtime.workers.errors import MissingReference, WorkerError
 from sedna.runtime.workers.labels import generate_labels, job_ref
 from sedna.runtime.workloads.conditions import (
     CONDITION_FAILED,
@@ -484,6 +484,8 @@ class PodWorkloadController(WorkloadController):
         pods = PodsSeen()
         try:
             self.owned_pods.ensure(owner, wants, observed.pods, create=not finished, seen=pods)
+        except MissingReference:
+            raise  # not a spec error: the family waits for it (Pending, retried)
         except WorkerError as exc:  # a template or secret the runtime cannot use
             active = int((owner.get("status") or {}).get("active") or 0)
             return StatusDecision(

@@ -252,7 +252,12 @@ class WorkloadController(Controller):
             self.ctx.events.normal(owner, "SuccessfulUpdate", f"Rolled the spec out to {what}")
         for what in observed.deleted:
             self.ctx.events.normal(owner, "SuccessfulDelete", f"Deleted {what}")
-        return self._record(owner, self.decide(owner, plan, observed), where=_where(plan, observed))
+        try:
+            decision = self.decide(owner, plan, observed)  # bare-pod kinds make pods here
+        except MissingReference as exc:
+            self._missing_attempts[key] = missing_before + 1
+            return self._missing(owner, exc, missing_retry_after(missing_before + 1))
+        return self._record(owner, decision, where=_where(plan, observed))
 
     def _missing(self, owner: Obj, exc: MissingReference, retry_after: float) -> Result | None:
         """A Secret the spec names does not exist: not a spec error (creating it cures
