@@ -290,7 +290,7 @@ def _validate_options(
         raise PluginError("\n".join(lines)) from None
     except Exception as exc:
         raise PluginError(
-            f"{prefix[:-1]}: plugin {plugin_name} rejected its options: {exc}"
+            f"{prefix[:-1]}: plugin {plugin_name} rejected its options: {type(exc).__name__}: {exc}"
         ) from None
 
 
