@@ -15,7 +15,7 @@ from typing import Any
 from dependency_injector import providers
 from loguru import logger
 
-from sedna.plugins import LoadedPlugins, PluginError, load_plugins
+from sedna.plugins import HookError, LoadedPlugins, PluginError, load_plugins
 from sedna.plugins.kinds import KindsUnknown, check_foreign_kinds, warn_unreconciled
 from sedna.runtime.config import GMConfig
 from sedna.runtime.container import RuntimeContainer
@@ -117,7 +117,10 @@ class Manager:
         self._shutting_down = False
         plugins = self.load()
         hooks = plugins.hooks
-        hooks.configure_container(self.container)
+        try:
+            hooks.configure_container(self.container)
+        except HookError as exc:  # a plugin's error, named like any other loading error
+            raise StartupError(str(exc)) from exc
         if not self.container.pod_adjusters.overridden:
             self.container.pod_adjusters.override(providers.Object((hooks.adjust_pod,)))
         if self.config.credentials.injection == "env":
@@ -191,7 +194,10 @@ class Manager:
                 return  # stopped while the caches synced; `run` stops the rest
             self._bind_lc_metrics(host)
             self._add_readiness(host)
-            plugins.hooks.startup(self.context())
+            try:
+                plugins.hooks.startup(self.context())
+            except HookError as exc:
+                raise StartupError(str(exc)) from exc
             self._active.set()
         logger.info("sedna-gm started with {} feature(s)", len(self.features))
 
@@ -350,10 +356,9 @@ class Manager:
         if host is not None:
             host.stop_features()
         if self.plugins is not None and self._active.is_set():
-            try:
-                self.plugins.hooks.shutdown(self.context())
-            except Exception as exc:
-                logger.warning("a plugin's shutdown hook failed: {}", exc)
+            # Every plugin gets its call; one failing does not keep the others from closing.
+            for failure in self.plugins.hooks.shutdown(self.context()):
+                logger.warning("{}", failure)
         self.features = []
         if self.health is not None:
             self.health.stop()

@@ -147,7 +147,7 @@ requires-python = ">=3.11"
 dependencies = ["sedna-gm"]
 
 [project.optional-dependencies]
-test = ["pytest>=8"]
+test = ["pytest>=8", "mypy>=1.10"]  # what the README runs
 
 # The entry point's name is the feature's name and its key under `features:` in gm.yaml.
 [project.entry-points."sedna.features"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sedna.plugins.hooks import Hooks
+from sedna.plugins.hooks import HookError, Hooks
 from sedna.plugins.loader import (
     ENTRY_POINT_GROUP,
     DiscoveredPlugin,
@@ -15,6 +15,7 @@ from sedna.plugins.loader import (
 __all__ = [
     "ENTRY_POINT_GROUP",
     "DiscoveredPlugin",
+    "HookError",
     "Hooks",
     "LoadedPlugins",
     "PluginError",

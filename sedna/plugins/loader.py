@@ -15,7 +15,7 @@ import pluggy
 from pydantic import ValidationError
 
 from sedna.plugins import hookspecs
-from sedna.plugins.hooks import Hooks
+from sedna.plugins.hooks import HookError, Hooks
 from sedna.plugins.kinds import (
     FIRST_PARTY,
     NO_CONTROLLER_NOTE,
@@ -184,8 +184,8 @@ def load_plugins(
     )
     try:
         pairs = hooks.features()
-    except Exception as exc:
-        raise PluginError(f"a plugin failed while declaring its features: {exc}") from exc
+    except HookError as exc:  # names the plugin, the hook and the exception's type
+        raise PluginError(str(exc)) from exc
     _check_features(pairs)
     for plugin_name, feature in pairs:
         section = config.feature(feature.name)
@@ -221,6 +221,9 @@ def _register(pm: pluggy.PluginManager, name: str, plugin: object, who: str) -> 
                 raise PluginError(
                     f"{who}: {hook} is not a sedna hook (hooks: {', '.join(sorted(hooks))})"
                 )
+            if opts.get("wrapper") or opts.get("hookwrapper"):
+                # Hooks are called one implementation at a time, to name the one that fails.
+                raise PluginError(f"{who}: {attr} is a hook wrapper; sedna hooks take none")
         elif attr in hooks and callable(getattr(plugin, attr, None)):
             raise PluginError(
                 f"{who}: {attr} is not marked with @sedna.runtime.hookimpl, so it is never called"
@@ -290,7 +293,7 @@ def _validate_options(
         raise PluginError("\n".join(lines)) from None
     except Exception as exc:
         raise PluginError(
-            f"{prefix[:-1]}: plugin {plugin_name} rejected its options: {exc}"
+            f"{prefix[:-1]}: plugin {plugin_name} rejected its options: {type(exc).__name__}: {exc}"
         ) from None
 
 
@@ -320,6 +323,8 @@ def describe_plugins(config: GMConfig, group: str = ENTRY_POINT_GROUP) -> list[P
             pm.register(ep.load(), name=name)
             kinds = sorted({k for _, f in Hooks(pm).features() for k in f.kinds})
             kinds_text = ",".join(kinds) or "-"
+        except HookError as exc:  # names the hook and the exception's type already
+            kinds_text = f"error: {exc.hook} failed: {exc.reason}"
         except Exception as exc:
             kinds_text = f"error: {type(exc).__name__}: {exc}"
         enabled = "yes" if config.feature(name).enabled else "no"

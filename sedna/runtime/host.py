@@ -121,6 +121,14 @@ class HostedFeature:
         return self.feature.name
 
 
+def _start_error(hosted: HostedFeature, exc: Exception) -> FeatureStartError:
+    """The feature's factory or its controller's `start` raised: name the feature."""
+    who = f"plugin {hosted.plugin}: " if hosted.plugin else ""
+    return FeatureStartError(
+        f"{who}feature {hosted.name} failed to start: {type(exc).__name__}: {exc}"
+    )
+
+
 class FeatureHost:
     """Chosen features on one runtime container; see the module docstring."""
 
@@ -232,16 +240,16 @@ class FeatureHost:
                 try:
                     hosted.controller = hosted.feature.factory(hosted.context)
                 except Exception as exc:
-                    who = f"plugin {hosted.plugin}: " if hosted.plugin else ""
-                    raise FeatureStartError(
-                        f"{who}feature {hosted.name} failed to start: {type(exc).__name__}: {exc}"
-                    ) from exc
+                    raise _start_error(hosted, exc) from exc
             if self._on_built is not None:
                 self._on_built(tuple(self.features))
             self._start_runtime()
             for hosted in self.features:
                 assert hosted.controller is not None
-                hosted.controller.start()
+                try:
+                    hosted.controller.start()
+                except Exception as exc:
+                    raise _start_error(hosted, exc) from exc
         except _StartCancelled:
             self.stop()  # `run` then returns at once: the stop was asked for
             return

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
 
+import yaml
 from support.venv import TempEnv
 
 from sedna.runtime import EVENTS, KubeClient, api_client_from_config
 from sedna.testing import poll
 
 ROOT = Path(__file__).resolve().parents[2]
-PLUGIN = ROOT / "examples" / "tutorial" / "model_check"
+TUTORIAL = ROOT / "examples" / "tutorial"
+PLUGIN = TUTORIAL / "model_check"
+PAGE = ROOT / "docs" / "tutorial.md"
 
 
 def test_the_tutorial_steps(tmp_path: Path) -> None:
@@ -35,10 +39,10 @@ def test_the_tutorial_steps(tmp_path: Path) -> None:
     assert tests.returncode == 0, tests.stdout + tests.stderr  # step: its tests pass
     assert "2 passed" in tests.stdout
 
-    state = tmp_path / "state"  # step: run the GM on the tutorial's gm.yaml
+    state = tmp_path / "state"  # step: run the GM on the tutorial's gm.yaml, from its folder
     gm = subprocess.Popen(
-        [str(env.python), "-m", "sedna.cli", "--config", "examples/tutorial/gm.yaml"],
-        cwd=ROOT,
+        [str(env.python), "-m", "sedna.cli", "--config", "gm.yaml"],
+        cwd=TUTORIAL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -78,3 +82,20 @@ def test_the_tutorial_steps(tmp_path: Path) -> None:
         ),
     }
     assert "feature model_check (plugin model_check) ready" in log
+
+
+def test_the_tutorial_page_works_from_the_authors_directory() -> None:
+    """The page's commands run in the reader's own directory, laid out as examples/tutorial/
+    is, and it shows every file that directory needs (none is left to the repository)."""
+    page = PAGE.read_text()
+    commands = "\n".join(re.findall(r"```bash\n(.*?)```", page, re.S))
+    assert "sedna-gm --config gm.yaml" in commands
+    assert "examples/" not in commands  # no path of a clone of the repository
+    included = set(re.findall(r'--8<-- "examples/tutorial/([^"]+)"', page))
+    config = yaml.safe_load((TUTORIAL / "gm.yaml").read_text())
+    assert "gm.yaml" in included
+    for folder in config["embedded"]["apply"]:
+        files = sorted(p.relative_to(TUTORIAL).as_posix() for p in (TUTORIAL / folder).iterdir())
+        assert files and set(files) <= included, (files, included)
+    state = (TUTORIAL / config["embedded"]["stateDir"]).resolve()
+    assert state.is_relative_to(TUTORIAL)  # next to gm.yaml, not somewhere in a clone

@@ -16,7 +16,18 @@ from pathlib import Path
 import pytest
 
 SOURCES = Path(__file__).parent / "plugin_sources"
-PLUGINS = ("tiny", "broken", "dup", "marker", "typo", "unmarked", "misnamed", "alien", "twin")
+PLUGINS = (
+    "tiny",
+    "broken",
+    "dup",
+    "marker",
+    "typo",
+    "unmarked",
+    "misnamed",
+    "alien",
+    "twin",
+    "faulty",
+)
 PLUGIN_MODULES = {f"sedna_{name}_plugin" for name in PLUGINS}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,26 @@ def test_invalid_options_name_plugin_and_key(use_plugins: UsePlugins) -> None:
     )
     with pytest.raises(PluginError, match=r"features\.tiny\.colour: unknown key \(plugin tiny\)"):
         load_plugins(only("tiny", tiny={"colour": "red"}))
+
+
+def test_a_validator_raising_something_else_names_its_type() -> None:
+    from sedna.runtime import Feature, hookimpl
+
+    def validate(options: Mapping[str, Any]) -> Any:
+        return options["x"]  # a validator's own bug: KeyError, whose str is only "'x'"
+
+    class Picky:
+        @hookimpl
+        def sedna_features(self) -> list[Feature]:
+            return [Feature("picky", [], lambda ctx: None, validate_options=validate)]
+
+    config = GMConfig.model_validate({"features": {"picky": {"enabled": True}}})
+    with pytest.raises(PluginError) as err:
+        load_plugins(config, extra_plugins={"picky": Picky()}, use_entry_points=False)
+    assert (
+        str(err.value)
+        == "gm.yaml: features.picky: plugin picky rejected its options: KeyError: 'x'"
+    )
 
 
 def test_options_for_a_plugin_without_options_are_an_error(use_plugins: UsePlugins) -> None:

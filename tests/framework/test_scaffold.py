@@ -102,3 +102,26 @@ def test_the_scaffolds_example_object_is_valid_under_sednas_schema(kind: str) ->
         "spec": example_spec(kind),
     }
     validate_custom_resource(schema_for(kind), obj, kind=kind, group="sedna.io", version="v1alpha1")
+
+
+def test_the_readme_runs_only_what_the_test_extra_installs(tmp_path: Path) -> None:
+    """After `pip install -e ".[test]"` every command of the README's block is there."""
+    import re
+    import tomllib
+
+    made = cli("new-plugin", "edge_audit", "--kind", "Model", "--dir", str(tmp_path), cwd=ROOT)
+    assert made.returncode == 0, made.stderr
+    plugin = tmp_path / "edge_audit"
+    project = tomllib.loads((plugin / "pyproject.toml").read_text())["project"]
+    requirement = re.compile(r"[A-Za-z0-9_.-]+")
+    installed = {
+        requirement.match(r).group(0).lower()  # type: ignore[union-attr]
+        for r in [*project["dependencies"], *project["optional-dependencies"]["test"]]
+    }
+    installed.add("sedna-gm")  # its command comes with the dependency
+    readme = (plugin / "README.md").read_text()
+    block = readme.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line.split()[0] for line in block.splitlines() if line.strip()]
+    assert commands[0] == "pip"
+    assert "mypy" in commands and "pytest" in commands
+    assert set(commands[1:]) <= installed, (commands, installed)

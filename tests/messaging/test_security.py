@@ -78,8 +78,11 @@ def test_missing_node_name_gets_400(make_layer: LayerFactory) -> None:
 
 
 def test_auth_none_warns_at_start(make_layer: LayerFactory, logs: list[str]) -> None:
-    make_layer(auth="none")
-    assert any(line.startswith("WARNING") and "LCs are not authenticated" in line for line in logs)
+    layer = make_layer(auth="none", port=0)  # port 0: the warning names the port bound
+    warnings = [line for line in logs if "LCs are not authenticated" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("WARNING")
+    assert layer.port > 0
+    assert f"anyone who reaches 127.0.0.1:{layer.port} can receive" in warnings[0]
 
 
 def test_credentials_refused_on_plain_ws(

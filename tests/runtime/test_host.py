@@ -124,6 +124,33 @@ def test_a_failing_factory_stops_what_started(gm_client: kubernetes.client.ApiCl
     assert host.features[0].controller is None
 
 
+class NoStart:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.stopped = False
+
+    def start(self) -> None:
+        raise OSError("no port")
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_a_failing_controller_start_names_the_feature(
+    gm_client: kubernetes.client.ApiClient,
+) -> None:
+    ORDER.clear()
+    host = host_for(gm_client)
+    host.add(probe_feature())
+    host.add(Feature("nostart", ["Dataset"], NoStart), plugin="nostart-plugin")
+    with pytest.raises(FeatureStartError) as err:
+        host.start()
+    assert str(err.value) == (
+        "plugin nostart-plugin: feature nostart failed to start: OSError: no port"
+    )
+    assert ORDER == ["built", "start", "stop:informer-running=True"]  # what started stopped
+    assert all(f.controller is None for f in host.features)
+
+
 def test_a_stop_requested_before_run_is_kept(gm_client: kubernetes.client.ApiClient) -> None:
     host = host_for(gm_client)
     host.add(probe_feature())

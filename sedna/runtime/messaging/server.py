@@ -269,13 +269,6 @@ class MessageLayer:
         if self._thread is not None or self._stopped:
             raise RuntimeError("MessageLayer.start may be called once")
         ssl_ctx = server_ssl_context(self._settings.tls) if self._tls else None
-        if not self._auth_required:
-            logger.warning(
-                "websocket.auth is none: LCs are not authenticated; anyone who reaches "
-                "{}:{} can receive job specs and send status reports",
-                self._settings.address,
-                self._settings.port,
-            )
         if self._auth_mode == "token":
             logger.warning(
                 "websocket.auth is token (compatibility mode): every LC shares one token, so "
@@ -303,6 +296,13 @@ class MessageLayer:
             self._settings.address,
             self.port,
         )
+        if not self._auth_required:  # after binding: the port it names is the one bound
+            logger.warning(
+                "websocket.auth is none: LCs are not authenticated; anyone who reaches "
+                "{}:{} can receive job specs and send status reports",
+                self._settings.address,
+                self.port,
+            )
         if self._idle_ttl > 0:
             self._sweeper = IdleSweeper(self._idle_ttl, self._clock, self._forget_idle)
             self._sweeper.start()
