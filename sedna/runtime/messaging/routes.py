@@ -10,12 +10,13 @@ node could fail another's job, redirect its model URLs or restart its workers.
 
 Reports may legitimately arrive before their route: after a GM restart the LCs
 reconnect and report while the controllers are still resending every object. Such a
-report is held (at most `per_node` per node, for `grace` seconds) and handed on as
-soon as the route appears; one still unrouted when its grace ends is rejected
-(`not_routed`). The bytes held over every node are bounded and shared fairly: when
-full, the node holding the most gives way, so one node that fills the bound cannot
-keep every other node's early reports out. Routes live in memory; the controllers'
-initial sync rebuilds them.
+report is held (at most `per_node` per node, for `grace` seconds, while the node is
+connected) and handed on as soon as the route appears; one still unrouted when its
+grace ends is rejected (`not_routed`), by a timer, whether or not the node sends
+again. The bytes held over every node are bounded and shared fairly: when full, the
+node holding the most gives way, so one node that fills the bound and goes quiet
+cannot keep every other node's early reports out. Routes live in memory; the
+controllers' initial sync rebuilds them.
 """
 
 from __future__ import annotations
@@ -89,7 +90,9 @@ class PendingReports:
     The byte bound is over every node, so that made-up node names cannot multiply it,
     and it is shared fairly (`fair_share`): when it is full, the node holding the most
     gives way, oldest report first, so one node cannot keep the others' early reports
-    out. `next_expiry` says when the next grace ends, for a timer that calls `expire`.
+    out. Grace ends are acted on by whoever calls `expire` on a timer (`next_expiry`
+    says when), not only when the node sends again; the holder drops a node's reports
+    (`drop_node`) once the node has no connection left.
     """
 
     def __init__(
