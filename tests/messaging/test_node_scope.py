@@ -217,3 +217,46 @@ def test_queued_reports_are_bounded_in_bytes(metrics: Metrics) -> None:
     finally:
         release.set()
         dispatcher.stop()
+
+
+def test_held_reports_expire_on_time_without_further_traffic(
+    make_layer: LayerFactory, metrics: Metrics
+) -> None:
+    """Expiry used to run only when the same node sent again or got a route: a node that
+    filled the bound and went quiet held it for good."""
+    clock = FakeClock()
+    got: list[UpstreamMessage] = []
+    layer = _layer(make_layer, got, clock=clock, idleQueueTTLSeconds=0)
+    lc = FakeLC(layer.port, "edge-node")
+    lc.send_status("incrementallearningjob", "ns1", "job", {"phase": "train"})
+    wait_until(lambda: len(layer._pending) == 1, what="the report to be held")
+    assert clock.block_until_waiters(1), "the expiry timer waits on the clock"
+    clock.step(29)
+    assert len(layer._pending) == 1
+    clock.step(30)  # past the grace (30 s) and the timer's slack; the LC sends nothing
+    wait_until(
+        lambda: sample(metrics, "lc_messages_rejected_total", reason="not_routed") == 1,
+        what="the held report rejected once its grace ended",
+    )
+    assert len(layer._pending) == 0 and layer._pending.held_bytes == 0
+    assert got == [] and layer.connected_nodes() == ["edge-node"]
+
+
+def test_a_disconnect_drops_the_nodes_held_reports(
+    make_layer: LayerFactory, metrics: Metrics
+) -> None:
+    got: list[UpstreamMessage] = []
+    layer = _layer(make_layer, got)
+    gone, stays = FakeLC(layer.port, "gone"), FakeLC(layer.port, "stays")
+    gone.send_status("incrementallearningjob", "ns1", "a", {"phase": "train"})
+    gone.send_status("incrementallearningjob", "ns1", "b", {"phase": "train"})
+    stays.send_status("incrementallearningjob", "ns1", "c", {"phase": "train"})
+    wait_until(lambda: len(layer._pending) == 3, what="the reports to be held")
+    gone.close()
+    wait_until(lambda: layer._pending.held_by("gone") == 0, what="gone's reports dropped")
+    assert sample(metrics, "lc_messages_rejected_total", reason="not_routed") == 2
+    # the other node's report is still held, and handed on once routed
+    assert layer._pending.held_by("stays") == 1
+    layer.send("stays", "insert", obj("IncrementalLearningJob", "c", "ns1"))
+    wait_until(lambda: len(got) == 1, what="the other node's held report")
+    assert got[0].node_name == "stays"

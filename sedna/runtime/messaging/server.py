@@ -187,6 +187,7 @@ class MessageLayer:
         self._clock: Clock = clock if clock is not None else RealClock()
         self._idle_ttl = settings.idleQueueTTLSeconds
         self._sweeper: IdleSweeper | None = None
+        self._pending_sweeper: IdleSweeper | None = None
         self._reject_log_window = 60.0
         self._reject_log = LogLimiter(burst=5, window=self._reject_log_window)
         # A stalled node's queue drops on every send; a line for each would make every
@@ -306,6 +307,12 @@ class MessageLayer:
         if self._idle_ttl > 0:
             self._sweeper = IdleSweeper(self._idle_ttl, self._clock, self._forget_idle)
             self._sweeper.start()
+        if self._authorize and self._pending.enabled:
+            # held reports expire on time, not only when their node sends again
+            self._pending_sweeper = IdleSweeper(
+                self._pending.grace, self._clock, self._expire_pending
+            )
+            self._pending_sweeper.start()
 
     def stop(self, timeout: float | None = None) -> None:
         """Close every connection (1001), stop the loop and the upstream workers, all
@@ -319,6 +326,8 @@ class MessageLayer:
         self._stopped = True
         if self._sweeper is not None:
             self._sweeper.stop()
+        if self._pending_sweeper is not None:
+            self._pending_sweeper.stop()
         loop, stop_event, thread = self._loop, self._stop_event, self._thread
         if loop is not None and stop_event is not None:
             with contextlib.suppress(RuntimeError):  # loop already gone
@@ -466,6 +475,15 @@ class MessageLayer:
             for msg in ready:
                 self._hand_on(msg, None)
             self._reject_unrouted(expired)
+
+    def _expire_pending(self, now: float) -> float | None:
+        """Reject the held reports whose grace ended; when the next one ends (the sweeper's
+        wake-up). Any node's: a node that filled the bound and went quiet gives it back."""
+        try:
+            self._reject_unrouted(self._pending.expire())
+        except Exception as exc:  # a bug here must not end the expiry for good
+            logger.opt(exception=exc).error("expiring held LC reports failed")
+        return self._pending.next_expiry()
 
     def _reject_unrouted(self, expired: list[UpstreamMessage]) -> None:
         for msg in expired:
@@ -817,14 +835,18 @@ class MessageLayer:
                 await self._read_loop(conn)
         finally:
             conn.stop()
+            unheld: list[UpstreamMessage] = []
             with self._lock:
                 if self._conns.get(node) is conn:
                     del self._conns[node]
                     q = self._queues.get(node)
                     if q is not None:
                         q.touch()  # the idle time of a disconnected node starts now
+                    # its reports waiting for a route go with its last connection
+                    unheld = self._pending.drop_node(node)
                 count = len(self._conns)
             self._metrics.lc_connected_nodes.set(count)
+            self._reject_unrouted(unheld)
             if conn.writer is not None:
                 await asyncio.wait({conn.writer})
             logger.info(

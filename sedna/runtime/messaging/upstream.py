@@ -15,9 +15,13 @@ Order and fairness: within a kind, reports are sharded over the workers by
 namespace/name, so the reports for one object are handled in the order they came.
 Each worker keeps one queue per node and takes from them in turn, so one node's flood
 waits behind itself only. A node's queue holds at most `per_node` reports: beyond
-that its oldest is dropped and counted (lc_reports_dropped); the whole kind holds at
-most `backlog` reports and `max_bytes` of them, beyond which new reports are refused
-(lc_messages_rejected).
+that its oldest is dropped and counted (lc_reports_dropped). The whole kind holds at
+most `backlog` reports and `max_bytes` of them, shared fairly between the nodes
+(`fair_share`): when full, the node holding the most gives way (its oldest dropped
+and counted), and a new report is refused (lc_messages_rejected) only when it
+would take its node over its share. One node's reports, however large, cannot get
+another node's refused; a single queue holding every report of the kind in bytes
+could (one node sending reports of `maxFrameBytes` filled it).
 
 A kind's staleness hook (`UpstreamRegistry.register(..., stale=...)`) is asked right
 before the handler: a report older than what the object records is skipped and
@@ -36,6 +40,8 @@ from loguru import logger
 
 from sedna.runtime.clock import Clock, RealClock
 from sedna.runtime.kube.status import REPORT_BACKOFF_INITIAL, REPORT_BACKOFF_MAX, is_transient
+from sedna.runtime.messaging.fair_share import make_room, over_share
+from sedna.runtime.messaging.log_limit import LogLimiter
 from sedna.runtime.metrics import Metrics
 from sedna.runtime.upstream import (
     UpstreamHandler,
@@ -47,6 +53,7 @@ from sedna.runtime.upstream import (
 DEFAULT_BACKLOG = 10_000
 DEFAULT_PER_NODE = 1_000
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+_DROP_LOG_WINDOW = 60.0
 
 
 class Dispatch(enum.Enum):
@@ -58,7 +65,13 @@ class Dispatch(enum.Enum):
 
 
 class _FairQueue:
-    """Per-node FIFOs served round-robin; bounded per node (drop oldest) and in total."""
+    """Per-node FIFOs served round-robin; bounded per node (drop oldest) and in total.
+
+    The totals (reports and bytes) are shared fairly (`fair_share`): when one would be
+    exceeded, the node holding the most gives way, oldest first, the newcomer's node
+    counted with its new report. A node within its share is never refused nor loses a
+    report because another node floods.
+    """
 
     def __init__(self, per_node: int, total: int, max_bytes: int) -> None:
         self._per_node = max(1, per_node)
@@ -67,31 +80,87 @@ class _FairQueue:
         self._bytes = 0
         self._cond = threading.Condition()
         self._nodes: dict[str, deque[UpstreamMessage]] = {}
+        self._node_bytes: dict[str, int] = {}
         self._ring: deque[str] = deque()  # nodes with waiting reports, in serving order
         self._size = 0
         self.closed = False
 
-    def put(self, msg: UpstreamMessage) -> tuple[bool, UpstreamMessage | None]:
-        """(accepted, the oldest report dropped for it or None)."""
+    def put(self, msg: UpstreamMessage) -> tuple[bool, list[UpstreamMessage]]:
+        """(accepted, the reports dropped to make room for it: its node's oldest beyond
+        `per_node`, and those of the nodes holding the most when a total is reached)."""
         with self._cond:
-            if self.closed:
-                return False, None
-            q = self._nodes.get(msg.node_name)
-            dropped = None
-            if q is not None and len(q) >= self._per_node:
-                dropped = q.popleft()
+            if self.closed or msg.size > self._max_bytes:
+                return False, []
+            node = msg.node_name
+            dropped: list[UpstreamMessage] = []
+
+            def pop_oldest(victim: str) -> int | None:
+                if victim not in self._nodes:
+                    return None
+                popped = self._pop_locked(victim)
+                if victim not in self._nodes:
+                    self._ring.remove(victim)  # at most once per node emptied this way
+                dropped.append(popped)
+                return popped.size
+
+            def pop_one(victim: str) -> int | None:
+                return None if pop_oldest(victim) is None else 1
+
+            q = self._nodes.get(node)
+            # at its own bound the node's oldest gives way, unless the new report is refused
+            oldest = q.popleft() if q is not None and len(q) >= self._per_node else None
+            if oldest is not None:
                 self._size -= 1
-                self._bytes -= dropped.size
-            elif self._size >= self._total or self._bytes + msg.size > self._max_bytes:
-                return False, None
+                self._bytes -= oldest.size
+                self._node_bytes[node] -= oldest.size
+            need_count = self._size + 1 - self._total if oldest is None else 0
+            counts = {n: len(nq) for n, nq in self._nodes.items()} if need_count > 0 else {}
+            need = self._bytes + msg.size - self._max_bytes
+            # decide before anything is dropped: a refused report costs nobody a report
+            if over_share(counts, node, 1, need_count) or over_share(
+                self._node_bytes, node, msg.size, need
+            ):
+                if oldest is not None:  # the node keeps what it had
+                    self._nodes[node].appendleft(oldest)
+                    self._size += 1
+                    self._bytes += oldest.size
+                    self._node_bytes[node] += oldest.size
+                return False, []
+            if oldest is not None:
+                dropped.append(oldest)
+            # Within its share on both: the others over it make room. Room made for the
+            # count only lowers what the others hold, so the bytes' share cannot shrink.
+            make_room(counts, node, 1, need_count, pop_one)
+            need = self._bytes + msg.size - self._max_bytes
+            make_room(self._node_bytes, node, msg.size, need, pop_oldest)
+            q = self._nodes.get(node)
             if q is None:
-                q = self._nodes[msg.node_name] = deque()
-                self._ring.append(msg.node_name)
+                q = self._nodes[node] = deque()
+                self._ring.append(node)
             q.append(msg)
+            self._node_bytes[node] = self._node_bytes.get(node, 0) + msg.size
             self._size += 1
             self._bytes += msg.size
             self._cond.notify()
             return True, dropped
+
+    def _pop_locked(self, node: str) -> UpstreamMessage:
+        """Take the oldest report of node (which has one); forget the node once empty."""
+        q = self._nodes[node]
+        msg = q.popleft()
+        self._size -= 1
+        self._bytes -= msg.size
+        if q:
+            self._node_bytes[node] -= msg.size
+        else:
+            del self._nodes[node]
+            del self._node_bytes[node]
+        return msg
+
+    @property
+    def bytes(self) -> int:
+        with self._cond:
+            return self._bytes
 
     def get(self) -> UpstreamMessage | None:
         """The next report, round-robin over nodes; None once closed and drained."""
@@ -101,14 +170,9 @@ class _FairQueue:
                     return None
                 self._cond.wait()
             node = self._ring.popleft()
-            q = self._nodes[node]
-            msg = q.popleft()
-            self._size -= 1
-            self._bytes -= msg.size
-            if q:
+            msg = self._pop_locked(node)
+            if node in self._nodes:
                 self._ring.append(node)
-            else:
-                del self._nodes[node]
             return msg
 
     def close(self) -> None:
@@ -147,6 +211,7 @@ class _KindWorkers:
         self._retried = metrics.lc_reports_retried.labels(kind=kind)
         self._dropped = metrics.lc_reports_dropped.labels(kind=kind)
         self._stale = metrics.lc_reports_stale.labels(kind=kind)
+        self._drop_log = LogLimiter(burst=5, window=_DROP_LOG_WINDOW)
         self.queues = [
             _FairQueue(per_node, max(1, backlog // workers), max(1, max_bytes // workers))
             for _ in range(workers)
@@ -165,15 +230,28 @@ class _KindWorkers:
             shard = zlib.crc32(f"{msg.namespace}/{msg.name}".encode()) % len(self.queues)
             q = self.queues[shard]
         accepted, dropped = q.put(msg)
-        if dropped is not None:
+        for old in dropped:
             self._dropped.inc()
-            logger.warning(
-                "reports of node {} for kind {} pile up: dropped its oldest, for {}/{}",
-                dropped.node_name,
-                self.kind,
-                dropped.namespace,
-                dropped.name,
-            )
+            # counted one by one, logged a few times per node and minute: a flood would
+            # otherwise cost a line per report
+            admitted, suppressed = self._drop_log.admit(old.node_name, "dropped")
+            if suppressed:
+                logger.warning(
+                    "reports of node {} for kind {}: {} more dropped in the last {:.0f} s, "
+                    "not logged (lc_reports_dropped_total counts them all)",
+                    old.node_name,
+                    self.kind,
+                    suppressed,
+                    _DROP_LOG_WINDOW,
+                )
+            if admitted:
+                logger.warning(
+                    "reports of node {} for kind {} pile up: dropped its oldest, for {}/{}",
+                    old.node_name,
+                    self.kind,
+                    old.namespace,
+                    old.name,
+                )
         return accepted
 
     def wake(self) -> None:
