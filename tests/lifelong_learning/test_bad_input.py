@@ -49,7 +49,7 @@ def _wrong_type(job: dict[str, Any]) -> None:
     [
         (_no_output_dir, "spec.outputDir: required field is missing"),
         (_no_containers, "spec.deploySpec.template.spec.containers: the pod template needs"),
-        (_bad_operator, "spec.trainSpec.trigger.condition.operator: unknown operator"),
+        (_bad_operator, "spec.trainSpec.trigger.condition.operator: unsupported operator"),
         (_bad_timer, 'spec.trainSpec.trigger.timer.end: expected a time of day "HH:MM"'),
         (_wrong_type, "spec.dataset.trainProb: Input should be a valid number"),
     ],
