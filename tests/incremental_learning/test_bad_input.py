@@ -36,16 +36,90 @@ def _wrong_type(job: dict[str, Any]) -> None:
     job["spec"]["deploySpec"]["model"]["hotUpdateEnabled"] = "yes"
 
 
+def _train_operator(job: dict[str, Any]) -> None:
+    job["spec"]["trainSpec"]["trigger"]["condition"]["operator"] = "~"
+
+
+def _deploy_operator(job: dict[str, Any]) -> None:
+    job["spec"]["deploySpec"]["trigger"]["condition"]["operator"] = "bigger"
+
+
+def _timer_start(job: dict[str, Any]) -> None:
+    job["spec"]["trainSpec"]["trigger"]["timer"]["start"] = "25:99"
+
+
+def _timer_end(job: dict[str, Any]) -> None:
+    job["spec"]["trainSpec"]["trigger"]["timer"]["end"] = "7:30"
+
+
+def _check_period(job: dict[str, Any]) -> None:
+    job["spec"]["trainSpec"]["trigger"]["checkPeriodSeconds"] = -5
+
+
+def _no_train_trigger(job: dict[str, Any]) -> None:
+    del job["spec"]["trainSpec"]["trigger"]
+
+
+def _train_container(job: dict[str, Any]) -> None:
+    job["spec"]["trainSpec"]["template"]["spec"]["containers"][0]["name"] = "Bad_Name"
+
+
+def _eval_container(job: dict[str, Any]) -> None:
+    job["spec"]["evalSpec"]["template"]["spec"]["containers"][0]["name"] = "eval.worker"
+
+
+def _deploy_container(job: dict[str, Any]) -> None:
+    job["spec"]["deploySpec"]["template"]["spec"]["containers"][0]["name"] = "Bad_Name"
+
+
+OPERATORS = "(supported: >, <, =, >=, <=, !=, ==, gt, lt, eq, ge, le, ne)"
+RFC1123 = "is not a lowercase RFC 1123 label"
+
+
 @pytest.mark.parametrize(
     ("mutate", "field"),
     [
         (_no_dataset_name, "spec.dataset.name: required field is missing"),
         (_no_containers, "spec.trainSpec.template.spec.containers: the pod template needs"),
         (_wrong_type, "spec.deploySpec.model.hotUpdateEnabled: Input should be a valid boolean"),
+        (
+            _train_operator,
+            f'spec.trainSpec.trigger.condition.operator: unsupported operator "~" {OPERATORS}',
+        ),
+        (_deploy_operator, 'spec.deploySpec.trigger.condition.operator: unsupported operator "bi'),
+        (_timer_start, 'spec.trainSpec.trigger.timer.start: expected a time of day "HH:MM"'),
+        (_timer_end, 'spec.trainSpec.trigger.timer.end: expected a time of day "HH:MM" (00:00-2'),
+        (_check_period, "spec.trainSpec.trigger.checkPeriodSeconds: must be a positive number"),
+        (_no_train_trigger, "spec.trainSpec.trigger: required field is missing"),
+        (
+            _train_container,
+            f"spec.trainSpec.template.spec.containers[0].name: 'Bad_Name' {RFC1123}",
+        ),
+        (
+            _eval_container,
+            f"spec.evalSpec.template.spec.containers[0].name: 'eval.worker' {RFC1123}",
+        ),
+        (
+            _deploy_container,
+            f"spec.deploySpec.template.spec.containers[0].name: 'Bad_Name' {RFC1123}",
+        ),
     ],
-    ids=["missing-dataset-name", "no-containers", "wrong-type"],
+    ids=[
+        "missing-dataset-name",
+        "no-containers",
+        "wrong-type",
+        "train-operator",
+        "deploy-operator",
+        "timer-start",
+        "timer-end",
+        "check-period",
+        "no-train-trigger",
+        "train-container-name",
+        "eval-container-name",
+        "deploy-container-name",
+    ],
 )
-def test_invalid_job_gets_an_event_naming_the_field(
+def test_invalid_job_gets_an_event_and_a_condition_naming_the_field(
     mutate: Callable[[dict[str, Any]], None],
     field: str,
     api: Api,
@@ -53,7 +127,7 @@ def test_invalid_job_gets_an_event_naming_the_field(
     sedna_reference: Path,
     logs: LogCapture,
 ) -> None:
-    make_gm()
+    gm = make_gm()
     create_dependencies(api, sedna_reference)
     bad = sample_job(sedna_reference, name="bad-job")
     mutate(bad)
@@ -62,10 +136,91 @@ def test_invalid_job_gets_an_event_naming_the_field(
     msg = api.wait_event("InvalidSpec", field, name="bad-job")
     assert field in msg
     assert logs.contains(f"{api.ns}/bad-job", "InvalidSpec", field)
-    # the other job is not held up
+    # `kubectl get il` shows the state and `describe` the field, as for a missing input
+    waiting = wait_until(
+        lambda: (c := api.conditions("bad-job")) and c[-1].get("reason") == "InvalidSpec" and c[-1],
+        what="the waiting condition naming the field",
+    )
+    assert (waiting["stage"], waiting["type"]) == ("Train", "Waiting")
+    assert field in waiting["message"]
+    # the other job is not held up; the bad one gets no worker
     api.wait_latest("Train/Waiting")
+    assert gm.controller.wait_idle(5.0)
     assert api.worker_pods("inference", name="bad-job") == []
-    assert api.states("bad-job") == []
+    assert api.states("bad-job") == ["Train/Waiting"]
+    assert "startTime" not in api.job("bad-job").get("status", {})
+
+
+def _fix_operator(api: Api) -> None:
+    fixed = {"condition": {"operator": ">", "threshold": 500, "metric": "num_of_samples"}}
+    api.jobs.patch(api.ns, JOB, {"spec": {"trainSpec": {"trigger": fixed}}})
+
+
+def _fix_container(api: Api) -> None:
+    job = api.job()
+    job["spec"]["deploySpec"]["template"]["spec"]["containers"][0]["name"] = "infer-worker"
+    api.jobs.replace(api.ns, JOB, job)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fix", "field"),
+    [
+        (_train_operator, _fix_operator, "spec.trainSpec.trigger.condition.operator"),
+        (_deploy_container, _fix_container, "spec.deploySpec.template.spec.containers[0].name"),
+    ],
+    ids=["operator", "container-name"],
+)
+def test_a_fixed_spec_starts_the_job(
+    mutate: Callable[[dict[str, Any]], None],
+    fix: Callable[[Api], None],
+    field: str,
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    sedna_reference: Path,
+) -> None:
+    gm = make_gm()
+    lc = make_lc(gm, DS_NODE)
+    create_dependencies(api, sedna_reference)
+    bad = sample_job(sedna_reference)
+    mutate(bad)
+    api.create(bad)
+    api.wait_event("InvalidSpec", field)
+    wait_until(
+        lambda: (c := api.conditions()) and c[-1].get("reason") == "InvalidSpec",
+        what="the waiting condition naming the field",
+    )
+    fix(api)
+    # the note goes, the first sync's work is done and the job runs its cycle
+    wait_until(lambda: api.live_pods("inference"), what="the inference worker")
+    wait_until(
+        lambda: "reason" not in api.conditions()[-1] and api.job()["status"].get("startTime"),
+        what="the note cleared and the job started",
+    )
+    assert api.states() == ["Train/Waiting"]
+    start_stage(api, lc, "train", TRAIN_INPUT)
+
+
+def test_an_edit_breaking_a_running_job_is_named_and_its_fix_clears_it(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    gm = make_gm()
+    lc = make_lc(gm, DS_NODE)
+    start_sample_job(api, sedna_reference)
+    start_stage(api, lc, "train", TRAIN_INPUT)
+    api.jobs.patch(api.ns, JOB, {"spec": {"deploySpec": {"trigger": {"checkPeriodSeconds": -1}}}})
+    field = "spec.deploySpec.trigger.checkPeriodSeconds"
+    api.wait_event("InvalidSpec", field)
+    noted = wait_until(
+        lambda: (c := api.conditions()[-1]).get("reason") == "InvalidSpec" and c,
+        what="the latest condition naming the field",
+    )
+    assert noted["type"] == "Starting" and field in noted["message"]
+    api.jobs.patch(api.ns, JOB, {"spec": {"deploySpec": {"trigger": {"checkPeriodSeconds": 0}}}})
+    wait_until(lambda: "reason" not in api.conditions()[-1], what="the note cleared")
+    assert api.latest() == "Train/Starting"
+    (pod,) = api.live_pods("train")
+    api.set_phase_and_wait(pod["metadata"]["name"], "Running", "Train/Running")
 
 
 def test_report_for_unknown_job_is_logged_and_the_connection_goes_on(

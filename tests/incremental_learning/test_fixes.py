@@ -244,10 +244,47 @@ def test_6b_missing_model_on_first_sync(
     api.create(sample_job(sedna_reference))
     msg = api.wait_event("MissingModel")
     assert f"Model {api.ns}/deploy-model" in msg and "spec.deploySpec.model.name" in msg
+    # the job shows its state, as LL's does for a missing Dataset (Sedna's stays blank)
+    waiting = wait_until(
+        lambda: (c := api.conditions()) and c[-1].get("reason") == "MissingModel" and c[-1],
+        what="the waiting condition naming the Model",
+    )
+    assert (waiting["stage"], waiting["type"]) == ("Train", "Waiting")
+    assert "spec.deploySpec.model.name" in waiting["message"]
+    assert "startTime" not in api.job()["status"]
     api.create(sample_model(sedna_reference, "initial-model"))
     api.create(sample_model(sedna_reference, "deploy-model"))
-    api.wait_latest("Train/Waiting")
+    wait_until(lambda: api.live_pods("inference"), what="the inference worker")
+    wait_until(
+        lambda: "reason" not in api.conditions()[-1] and api.job()["status"].get("startTime"),
+        what="the note cleared and the job started",
+    )
+    assert api.states() == ["Train/Waiting"]
     assert len(api.live_pods("inference")) == 1
+
+
+def test_6c_missing_model_and_dataset_on_first_sync_are_named_in_turn(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    gm = make_gm()
+    lc = make_lc(gm, DS_NODE)
+    api.create(sample_job(sedna_reference))
+    wait_until(
+        lambda: (c := api.conditions()) and c[-1].get("reason") == "MissingModel",
+        what="the waiting condition naming the deploy Model",
+    )
+    api.create(sample_model(sedna_reference, "deploy-model"))
+    api.create(sample_model(sedna_reference, "initial-model"))
+    waiting = wait_until(
+        lambda: (c := api.conditions()[-1]).get("reason") == "MissingDataset" and c,
+        what="the waiting condition naming the Dataset",
+    )
+    assert "spec.dataset.name" in waiting["message"]
+    assert len(api.live_pods("inference")) == 1
+    api.create(sample_dataset(sedna_reference))
+    wait_until(lambda: "reason" not in api.conditions()[-1], what="the note cleared")
+    assert api.states() == ["Train/Waiting"]
+    start_stage(api, lc, "train", TRAIN_INPUT)
 
 
 def test_7_deletes_reach_every_lc_even_as_tombstones(

@@ -33,15 +33,42 @@ def _no_containers(job: dict[str, Any]) -> None:
 
 
 def _bad_operator(job: dict[str, Any]) -> None:
-    job["spec"]["trainSpec"]["trigger"]["condition"]["operator"] = "more than"
+    job["spec"]["trainSpec"]["trigger"]["condition"]["operator"] = "~"
 
 
 def _bad_timer(job: dict[str, Any]) -> None:
     job["spec"]["trainSpec"]["trigger"]["timer"]["end"] = "25:00"
 
 
+def _bad_timer_start(job: dict[str, Any]) -> None:
+    job["spec"]["trainSpec"]["trigger"]["timer"]["start"] = "25:99"
+
+
+def _bad_check_period(job: dict[str, Any]) -> None:
+    job["spec"]["trainSpec"]["trigger"]["checkPeriodSeconds"] = -5
+
+
 def _wrong_type(job: dict[str, Any]) -> None:
     job["spec"]["dataset"]["trainProb"] = "most"
+
+
+def _train_container(job: dict[str, Any]) -> None:
+    job["spec"]["trainSpec"]["template"]["spec"]["containers"][0]["name"] = "Bad_Name"
+
+
+def _eval_container(job: dict[str, Any]) -> None:
+    job["spec"]["evalSpec"]["template"]["spec"]["containers"][0]["name"] = "Eval"
+
+
+def _deploy_container(job: dict[str, Any]) -> None:
+    job["spec"]["deploySpec"]["template"]["spec"]["containers"][0]["name"] = "infer_worker"
+
+
+def _env_not_a_string(job: dict[str, Any]) -> None:
+    job["spec"]["trainSpec"]["template"]["spec"]["containers"][0]["env"][0]["value"] = 100
+
+
+RFC1123 = "is not a lowercase RFC 1123 label"
 
 
 @pytest.mark.parametrize(
@@ -49,13 +76,40 @@ def _wrong_type(job: dict[str, Any]) -> None:
     [
         (_no_output_dir, "spec.outputDir: required field is missing"),
         (_no_containers, "spec.deploySpec.template.spec.containers: the pod template needs"),
-        (_bad_operator, "spec.trainSpec.trigger.condition.operator: unknown operator"),
+        (
+            _bad_operator,
+            'spec.trainSpec.trigger.condition.operator: unsupported operator "~" (supported: >, <',
+        ),
         (_bad_timer, 'spec.trainSpec.trigger.timer.end: expected a time of day "HH:MM"'),
+        (_bad_timer_start, 'spec.trainSpec.trigger.timer.start: expected a time of day "HH:MM"'),
+        (_bad_check_period, "spec.trainSpec.trigger.checkPeriodSeconds: must be a positive"),
         (_wrong_type, "spec.dataset.trainProb: Input should be a valid number"),
+        (
+            _train_container,
+            f"spec.trainSpec.template.spec.containers[0].name: 'Bad_Name' {RFC1123}",
+        ),
+        (_eval_container, f"spec.evalSpec.template.spec.containers[0].name: 'Eval' {RFC1123}"),
+        (
+            _deploy_container,
+            f"spec.deploySpec.template.spec.containers[0].name: 'infer_worker' {RFC1123}",
+        ),
+        (_env_not_a_string, "spec.trainSpec.template.spec.containers[0].env[0].value: must be a"),
     ],
-    ids=["no-output-dir", "no-containers", "operator", "timer", "wrong-type"],
+    ids=[
+        "no-output-dir",
+        "no-containers",
+        "operator",
+        "timer-end",
+        "timer-start",
+        "check-period",
+        "wrong-type",
+        "train-container-name",
+        "eval-container-name",
+        "deploy-container-name",
+        "env-value",
+    ],
 )
-def test_invalid_job_gets_an_event_naming_the_field(
+def test_invalid_job_gets_an_event_and_a_condition_naming_the_field(
     mutate: Callable[[dict[str, Any]], None],
     field: str,
     api: Api,
@@ -74,24 +128,49 @@ def test_invalid_job_gets_an_event_naming_the_field(
     msg = api.wait_event("InvalidSpec", field, name="bad-job")
     assert field in msg
     assert logs.contains(f"{api.ns}/bad-job", "InvalidSpec", field)
-    # the other job is not held up, the bad one gets nothing
+    waiting = wait_until(
+        lambda: (c := api.conditions("bad-job")) and c[-1].get("reason") == "InvalidSpec" and c[-1],
+        what="the waiting condition naming the field",
+    )
+    assert (waiting["stage"], waiting["type"]) == ("Train", "Waiting")
+    assert field in waiting["message"]
+    # the other job is not held up; the bad one gets no worker
     api.wait_latest("Train/Waiting")
     run_stage(api, ds_lc, "train", TRAIN_INPUT)
-    assert api.states("bad-job") == []
+    assert gm.controller.wait_idle(5.0)
     assert api.worker_pods("train", name="bad-job") == []
+    assert api.latest("bad-job") == "Train/Waiting"
 
 
-def test_a_fixed_spec_starts_the_job(api: Api, make_gm: GMFactory, sedna_reference: Path) -> None:
-    make_gm()
+def test_a_fixed_spec_starts_the_job(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    gm = make_gm()
+    ds_lc = make_lc(gm, DS_NODE)
     api.create(sample_dataset(sedna_reference))
     bad = sample_job(sedna_reference)
     _bad_operator(bad)
+    _train_container(bad)
     api.create(bad)
-    api.wait_event("InvalidSpec", "operator")
+    api.wait_event("InvalidSpec", "spec.trainSpec.template.spec.containers[0].name")
+    wait_until(
+        lambda: (c := api.conditions()) and c[-1].get("reason") == "InvalidSpec",
+        what="the waiting condition naming the field",
+    )
+    job = api.job()
+    job["spec"]["trainSpec"]["template"]["spec"]["containers"][0]["name"] = "train-worker"
+    api.jobs.replace(api.ns, JOB, job)
+    # the next problem is named in turn
+    wait_until(
+        lambda: "condition.operator" in api.conditions()[-1].get("message", ""),
+        what="the condition naming the operator",
+    )
     api.jobs.patch(
         api.ns, JOB, {"spec": {"trainSpec": {"trigger": {"condition": {"operator": ">"}}}}}
     )
-    api.wait_latest("Train/Waiting")
+    wait_until(lambda: "reason" not in api.conditions()[-1], what="the note cleared")
+    assert api.states() == ["Train/Waiting"]
+    run_stage(api, ds_lc, "train", TRAIN_INPUT)
 
 
 @pytest.mark.parametrize(

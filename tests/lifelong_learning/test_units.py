@@ -100,7 +100,7 @@ _DELETE = object()
             "trainSpec.trigger.condition.operator",
             "bigger",
             "spec.trainSpec.trigger.condition.operator",
-            "unknown operator 'bigger'",
+            'unsupported operator "bigger" (supported: >, <, =, >=, <=, !=, ==, gt, lt,',
         ),
         (
             "trainSpec.trigger.timer.start",

@@ -3,7 +3,12 @@
 The parsing, the Dataset and the condition data are the stage machine's
 (`sedna.runtime.parse_view`, `DatasetSpec`, `CondData`); a bad field becomes a
 `SpecError` naming the object and the field path (`spec.dataset.name: required field
-is missing`), which goes into an Event the user sees with `kubectl describe`.
+is missing`), which goes into an Event and the job's latest condition.
+
+Beyond Go's GM, the train and deploy triggers (`StageTrigger`: operator, timer bounds,
+checkPeriodSeconds) and the pod templates' container names and env values are checked:
+Sedna accepts them and the job then waits for ever (an operator the LC does not know),
+trains at any hour (a timer bound like 25:99) or fails at the pod's create.
 """
 
 from __future__ import annotations
@@ -13,7 +18,15 @@ from typing import Any
 
 from pydantic import Field
 
-from sedna.runtime import CondData, DatasetSpec, SpecView, TemplatedView, object_name, parse_view
+from sedna.runtime import (
+    CondData,
+    DatasetSpec,
+    SpecView,
+    StageTrigger,
+    TemplatedView,
+    object_name,
+    parse_view,
+)
 from sedna.runtime import ObjectSpecError as SpecError
 from sedna.runtime import cond_data as cond_data
 from sedna.runtime import cond_data_from as cond_data_from
@@ -60,7 +73,7 @@ class DeployModel(NameRef):
 
 
 class TrainSpec(TemplatedView):
-    pass
+    trigger: StageTrigger
 
 
 class EvalSpec(TemplatedView):
@@ -69,6 +82,7 @@ class EvalSpec(TemplatedView):
 
 class DeploySpec(TemplatedView):
     model: DeployModel
+    trigger: StageTrigger
     hardExampleMining: HardExampleMining = Field(default_factory=HardExampleMining)
 
 

@@ -164,6 +164,7 @@ def recorded_pod(cond: Obj) -> str:
 
 _NOTED = ("reason", "message", "lastHeartbeatTime")
 _RETRY_REASON = "RetryAfterFailure"
+_INVALID_SPEC = "InvalidSpec"
 # How far along its stage a condition is, and where an LC report would put it.
 _CONDITION_RANK = {
     C.WAITING: 0,
@@ -492,8 +493,14 @@ class StageMachine(Controller):
         try:
             spec = self.feature.parse_spec(job)
         except InvalidJob as exc:
-            self._report(job, "InvalidSpec", f"{exc.field}: {exc.reason}", warning=True)
+            message = f"{exc.field}: {exc.reason}"
+            self._report(job, _INVALID_SPEC, message, warning=True)
+            self._note_on_latest(job, _INVALID_SPEC, message, initial=True)
             return None
+        # the spec is fixed: `_advance` clears a Waiting condition's note itself
+        latest = C.latest(C.conditions_of(job))
+        if latest and latest.get("reason") == _INVALID_SPEC and latest.get("type") != C.WAITING:
+            self._clear_note(job, latest)
         try:
             return self._sync(key, job, spec)
         except StageRetry as exc:
@@ -502,7 +509,7 @@ class StageMachine(Controller):
             return Result(requeue=True)
         except StageBlocked as exc:
             self._report(job, exc.reason, exc.message, warning=True)
-            self._note_on_latest(job, exc.reason, exc.message)
+            self._note_on_latest(job, exc.reason, exc.message, initial=True)
             return None
 
     def _sync(self, key: str, job: Obj, spec: Any) -> Result | None:
@@ -671,12 +678,27 @@ class StageMachine(Controller):
             return False
         return True
 
-    def _note_on_latest(self, job: Obj, reason: str, message: str) -> None:
-        """Put a blocking problem on the latest condition (its type and stage unchanged)."""
+    def _note_on_latest(
+        self, job: Obj, reason: str, message: str, *, initial: bool = False
+    ) -> None:
+        """Put a blocking problem on the latest condition (its type and stage unchanged).
+
+        `initial`: a job with no condition yet gets the first one, Train/Waiting, with
+        the problem on it (what Sedna's first sync writes, and why it waits), so
+        `kubectl get` shows its state; `startTime` stays unset, so the next sync still
+        does the first sync's work (IL's inference worker). A retried API error
+        (`StageRetry`) does not: the write would wake the job before its backoff.
+        """
         meta = _meta(job)
         ns, name = str(meta.get("namespace")), str(meta.get("name"))
         basis = C.latest(C.conditions_of(job))
         if basis is None:
+            if initial:
+                cond = C.new_condition(
+                    C.WAITING, C.TRAIN, self.clock.wall(), reason=reason, message=message
+                )
+                if self._write_status(job, None, "", cond):
+                    self._changed(job, None, cond)
             return
         if basis.get("reason") == reason and basis.get("message") == message:
             return  # already noted: no write, no update event, no sync loop

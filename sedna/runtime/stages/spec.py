@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sedna.runtime.workers.template_check import check_pod_template
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -88,11 +90,18 @@ def _check_template(value: object) -> dict[str, Any]:
     for i, c in enumerate(containers):
         if not isinstance(c, dict):
             raise ValueError(f"spec.containers[{i}]: expected an object")
+    # what the API server would refuse (container names, env values), as the workload
+    # kinds check it: the pod's create would fail later with far less to go on
+    problem = check_pod_template(value, "")
+    if problem is not None:
+        field, reason = problem
+        raise ValueError(f"{field.removeprefix('.')}: {reason}")
     return value
 
 
 class TemplatedView(SpecView):
-    """A stage's spec: its pod template, with at least one container."""
+    """A stage's spec: its pod template, with at least one container and nothing the API
+    server would refuse in it (`check_pod_template`: container names, env values...)."""
 
     template: dict[str, Any]
 
@@ -113,6 +122,85 @@ class DatasetSpec(SpecView):
 
 def dataset_spec(dataset: Mapping[str, Any]) -> DatasetSpec:
     return parse_view(DatasetSpec, dataset.get("spec"), object_name("Dataset", dataset), "spec")
+
+
+# -- triggers ------------------------------------------------------------------------
+
+TRIGGER_OPERATORS = (">", "<", "=", ">=", "<=", "!=", "==", "gt", "lt", "eq", "ge", "le", "ne")
+"""What Sedna's LC trigger (`pkg/localcontroller/trigger`) compares with; any other
+operator makes its trigger false forever, so the job would wait for ever."""
+
+_END_OF_DAY = 24 * 60
+
+
+def _clock_time(value: object, *, end: bool) -> str:
+    """A timer bound: "HH:MM" from 00:00 to 23:59, and 24:00 as an end (Sedna's samples).
+
+    The LC compares bounds with the time of day as text ("15:04"), so both digits of
+    the hour count. A YAML 1.1 loader reads an unquoted 24:00 as 1440 (base 60).
+    """
+    last = _END_OF_DAY if end else _END_OF_DAY - 1
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= last:
+        return f"{value // 60:02d}:{value % 60:02d}"
+    if isinstance(value, str) and len(value) == 5 and value[2] == ":":
+        hh, mm = value[:2], value[3:]
+        if hh.isdigit() and mm.isdigit() and int(mm) < 60 and int(hh) * 60 + int(mm) <= last:
+            return value
+    bounds = "00:00-24:00" if end else "00:00-23:59"
+    raise ValueError(f'expected a time of day "HH:MM" ({bounds}), got {json.dumps(value)}')
+
+
+class TriggerTimer(SpecView):
+    start: str
+    end: str
+
+    @field_validator("start", mode="before")
+    @classmethod
+    def _start(cls, value: object) -> str:
+        return _clock_time(value, end=False)
+
+    @field_validator("end", mode="before")
+    @classmethod
+    def _end(cls, value: object) -> str:
+        return _clock_time(value, end=True)
+
+
+class TriggerCondition(SpecView):
+    operator: str
+    threshold: float = Field(strict=False)
+    metric: str = Field(min_length=1)
+
+    @field_validator("operator")
+    @classmethod
+    def _operator(cls, value: str) -> str:
+        if value not in TRIGGER_OPERATORS:
+            supported = ", ".join(TRIGGER_OPERATORS)
+            raise ValueError(f"unsupported operator {json.dumps(value)} (supported: {supported})")
+        return value
+
+
+class StageTrigger(SpecView):
+    """A stage's `trigger` (IL's train and deploy, LL's train), checked as the LC reads it.
+
+    Sedna's GM accepts any trigger and its LC then never fires (an unknown operator)
+    or compares garbage with the clock (a timer bound like 25:99); the job waits with
+    nothing said. `checkPeriodSeconds` must not be negative; 0 is the same as absent
+    (Go's `omitempty` drops it and the LC uses its default, 60).
+    """
+
+    checkPeriodSeconds: int = 0
+    timer: TriggerTimer | None = None
+    condition: TriggerCondition
+
+    @field_validator("checkPeriodSeconds")
+    @classmethod
+    def _period(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError(
+                f"must be a positive number of seconds (absent or 0: the LC's default, 60), "
+                f"got {value}"
+            )
+        return value
 
 
 # -- condition data ------------------------------------------------------------------
