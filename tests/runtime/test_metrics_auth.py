@@ -136,3 +136,15 @@ def test_the_gm_serves_metrics_to_the_token_holder(apiserver: Any, tmp_path: Pat
             assert r.status == 200 and b"leader_election_is_leader" in r.read()
     finally:
         manager.stop()
+
+
+def test_rbac_grants_the_metrics_secret_by_name_and_a_token_file_nothing() -> None:
+    from sedna.rbac import grants
+
+    def secret_grants(metrics: dict[str, Any]) -> set[tuple[str | None, tuple[str, ...]]]:
+        cfg = GMConfig.model_validate({"websocket": {"auth": "none"}, "metrics": metrics})
+        return {(g.namespace, g.names) for g in grants(cfg, []) if g.resource == "secrets"}
+
+    assert secret_grants({"tokenSecret": "sedna/metrics"}) == {("sedna", ("metrics",))}
+    assert secret_grants({"tokenFile": "/metrics-token/token"}) == set()
+    assert secret_grants({"auth": "none", "tokenSecret": "sedna/metrics"}) == set()
