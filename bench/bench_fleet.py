@@ -509,7 +509,12 @@ def _gm(url: str, variant: str, port: int, expect_jobs: int, out_q: Any) -> None
             "namespace": "",
             "minResyncPeriodSeconds": 3600,
             "websocket": {"address": "127.0.0.1", "port": 0, "auth": "none"},
-            "metrics": {"enabled": port > 0, "address": "127.0.0.1", "port": port},
+            "metrics": {
+                "enabled": port > 0,
+                "address": "127.0.0.1",
+                "port": port,
+                "auth": "none",  # a local benchmark's scrape
+            },
             "features": features,
         }
     )

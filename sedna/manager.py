@@ -214,16 +214,31 @@ class Manager:
                 metrics.stage_transitions.watch(informer)
 
     def _start_health(self) -> None:
-        if not self.config.metrics.enabled:
+        m = self.config.metrics
+        if not m.enabled:
             return
+        try:
+            auth = self.container.metrics_authenticator()
+        except ValueError as exc:
+            raise StartupError(str(exc)) from None
+        if auth is None:
+            logger.warning(
+                "metrics.auth is none: /metrics (node and job names) answers anyone who "
+                "reaches {}:{}; set metrics.tokenFile or metrics.tokenSecret",
+                m.address,
+                m.port,
+            )
         self.health = HealthServer(
-            self.config.metrics.address,
-            self.config.metrics.port,
+            m.address,
+            m.port,
             self.container.metrics().registry,
+            authenticator=auth,
+            max_connections=m.maxConnections,
+            max_per_peer=m.maxConnectionsPerPeer,
+            request_timeout=m.requestTimeoutSeconds,
         )
         self.health.add_liveness("ping", lambda: True)
         self.health.add_readiness("active", self._active.is_set)
-        m = self.config.metrics
         with listen_errors("metrics.port", m.address, m.port):
             self.health.start()
         logger.info(

@@ -82,6 +82,10 @@ def grants(config: GMConfig, features: Sequence[Feature]) -> list[Grant]:
     if ws.auth == "token" and ws.tokenSecret and not ws.tokenFile:
         secret_ns, _, secret_name = ws.tokenSecret.partition("/")
         add(ApiAccess("", ["secrets"], ["get"]), secret_ns, (secret_name,))
+    m = config.metrics
+    if m.enabled and m.auth == "token" and m.tokenSecret and not m.tokenFile:
+        secret_ns, _, secret_name = m.tokenSecret.partition("/")
+        add(ApiAccess("", ["secrets"], ["get"]), secret_ns, (secret_name,))
     if ws.auth == "node":
         # the node token Secrets, watched by label; RBAC cannot scope a list by label, so
         # keep nodeTokenNamespace for the GM's own Secrets

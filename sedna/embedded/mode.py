@@ -48,6 +48,7 @@ KUBECONFIG_NAME = "kubeconfig"
 STATE_DB_NAME = "state.db"
 LOGS_DIR_NAME = "logs"  # container logs: the kubelets write them, the server serves them
 TOKEN_FILE_NAME = "lc-token"
+METRICS_TOKEN_FILE_NAME = "metrics-token"  # /metrics wants it as a bearer token
 API_TOKEN_FILE_NAME = "apiserver-token"  # the token the kubeconfig carries
 API_TOKENS_FILE_NAME = "apiserver-tokens"  # more tokens, one a line, read per request
 PKI_DIR_NAME = "pki"
@@ -144,7 +145,7 @@ class EmbeddedMode:
                     logger.info("embedded: created {} (from {})", m.label, m.source)
         except ManifestError as exc:
             raise ConfigError(str(exc)) from None
-        config = self._with_lc_auth(self.config)
+        config = self._with_metrics_auth(self._with_lc_auth(self.config))
         os.replace(tmp, self.kubeconfig)
         logger.info(
             "embedded: API server {} (state {}), {} object(s) seeded, kubeconfig {}",
@@ -185,6 +186,18 @@ class EmbeddedMode:
         return config.model_copy(
             update={"websocket": ws.model_copy(update={"tokenFile": str(path)})}
         )
+
+    def _with_metrics_auth(self, config: GMConfig) -> GMConfig:
+        """Issue the /metrics token (kept across restarts) unless gm.yaml names a source."""
+        m = config.metrics
+        if not m.enabled or m.auth == "none" or m.tokenFile or m.tokenSecret:
+            return config
+        path = self.state_dir / METRICS_TOKEN_FILE_NAME
+        if _first_token(path) is None:
+            _write_private(path, secrets.token_urlsafe(32) + "\n")
+        os.chmod(path, 0o600)
+        logger.info("embedded: /metrics bearer token in {} (metrics.tokenFile)", path)
+        return config.model_copy(update={"metrics": m.model_copy(update={"tokenFile": str(path)})})
 
     def _issue_node_tokens(self, namespace: str) -> None:
         """A token per simulated node, in its Secret, as `sedna-gm token create` makes it.

@@ -120,11 +120,36 @@ class LoggingConfig(_Section):
 
 
 class MetricsConfig(_Section):
-    """The HTTP endpoint for /metrics, /healthz and /readyz."""
+    """The HTTP endpoint for /metrics, /healthz and /readyz.
+
+    /metrics names every node and job, so it wants a bearer token (as controller-runtime
+    serves metrics behind authentication); the kubelet's probes /healthz, /livez and
+    /readyz stay public. "none" must be chosen explicitly and is warned about.
+    """
 
     enabled: bool = True
     address: str = "0.0.0.0"
     port: int = Field(default=9091, ge=0, le=65535)
+    # "token": `Authorization: Bearer <t>` with a token of tokenFile or tokenSecret
+    auth: Literal["token", "none"] = "token"
+    tokenFile: str = ""  # one token a line, re-read when it changes (a mounted Secret)
+    tokenSecret: str = ""  # "namespace/name", key "token"
+    # the request line and headers must arrive within this, across all reads (slowloris)
+    requestTimeoutSeconds: float = Field(default=5.0, gt=0, le=60, allow_inf_nan=False)
+    # connections still sending their request, at most, in all and from one address;
+    # over either, the oldest of that address (or of the busiest one) is closed
+    maxConnections: int = Field(default=64, gt=0, le=4096)
+    maxConnectionsPerPeer: int = Field(default=8, gt=0, le=4096)
+
+    @model_validator(mode="after")
+    def _token_secret_is_a_reference(self) -> MetricsConfig:
+        if self.tokenSecret:
+            parts = self.tokenSecret.split("/")
+            if len(parts) != 2 or not all(parts):
+                raise ValueError(
+                    f"tokenSecret: expected 'namespace/name', got {self.tokenSecret!r}"
+                )
+        return self
 
 
 class LeaderElectionConfig(_Section):
@@ -438,6 +463,7 @@ def resolve_relative_paths(
     fix(cfg.websocket, "tokenFile", "websocket")
     fix(cfg.websocket.tls, "certFile", "websocket", "tls")
     fix(cfg.websocket.tls, "keyFile", "websocket", "tls")
+    fix(cfg.metrics, "tokenFile", "metrics")
     emb = cfg.embedded
     if "stateDir" in emb.model_fields_set:
         fix(emb, "stateDir", "embedded")

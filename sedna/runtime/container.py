@@ -28,6 +28,7 @@ from sedna.runtime.kube import (
 from sedna.runtime.messaging import MessageLayer, file_token_provider, secret_token_provider
 from sedna.runtime.messaging.auth import NODE_LABEL, NodeTokenProvider, node_token_provider
 from sedna.runtime.metrics import Metrics
+from sedna.runtime.metrics_auth import BearerAuthenticator, file_tokens, secret_tokens
 from sedna.runtime.upstream import UpstreamRegistry
 from sedna.runtime.workers import WorkerRuntime
 
@@ -100,6 +101,30 @@ def _token_provider(config: GMConfig, kube: KubeClient) -> Callable[[], Iterable
     )
 
 
+def _metrics_authenticator(
+    config: GMConfig, kube: KubeClient, clock: Clock
+) -> BearerAuthenticator | None:
+    """Who may read /metrics (None: anyone, `metrics.auth: none`); the probes stay public."""
+    m = config.metrics
+    if m.auth == "none":
+        return None
+    if m.tokenFile:
+        return BearerAuthenticator(file_tokens(m.tokenFile))
+    if m.tokenSecret:
+
+        def get_secret(namespace: str, name: str) -> Mapping[str, Any] | None:
+            try:
+                return kube.resource(SECRETS).get(namespace, name)
+            except NotFound:
+                return None
+
+        return BearerAuthenticator(secret_tokens(get_secret, m.tokenSecret, now=clock.now))
+    raise ValueError(
+        "metrics.auth is token but neither metrics.tokenFile nor metrics.tokenSecret is set "
+        "(set one, or choose metrics.auth: none to serve /metrics to anyone who reaches it)"
+    )
+
+
 def _message_layer(
     config: GMConfig,
     metrics: Metrics,
@@ -155,6 +180,8 @@ class RuntimeContainer(containers.DeclarativeContainer):
         _message_layer, config, metrics, upstream, token_provider, informers, clock, kube
     )
     downstream = providers.Singleton(_send_of, message_layer)
+    # Who may read /metrics (None with metrics.auth: none).
+    metrics_authenticator = providers.Singleton(_metrics_authenticator, config, kube, clock)
     events = providers.Singleton(EventRecorder, kube, metrics=metrics, clock=clock)
     pod_adjusters: providers.Provider[Any] = providers.Object(())
     worker_runtime = providers.Singleton(

@@ -4,62 +4,291 @@ Readiness is a set of named checks (caches synced, websocket listening, ...) so 
 answer says which one is failing, as kube-apiserver's /readyz?verbose does. A check may
 return `(False, reason)` so that the answer also says why (e.g. which Secret is missing).
 
-A thread per connection (ThreadingHTTPServer) lets idle connections pile up threads;
-here a fixed pool serves them, a connection beyond the pool and its small backlog is
-closed at once, and a connection that sends nothing for `timeout` seconds is dropped.
+The probes must answer while anyone who reaches the port misbehaves, or the kubelet
+restarts a healthy GM. So no thread waits for a request: one thread accepts and
+reads the request line and headers of every connection without blocking, and only a
+complete request goes to the small pool of workers. A request must be complete within
+`request_timeout` in all (not per read: a sender of one byte every few seconds is
+closed all the same), its head is at most `MAX_HEAD_BYTES`, and at most
+`max_connections` connections may be sending theirs, `max_per_peer` from one address.
+Over a bound the *oldest* such connection of that address (or of the address holding
+the most) is closed, never the newcomer: a flood of slow connections then evicts only
+its own, and a probe, which sends its request at once, is read before it could be
+evicted. A response is written within `write_timeout` in all, or the connection is cut.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
+import re
+import selectors
+import socket
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from sedna.runtime.metrics_auth import BearerAuthenticator
+
 Check = Callable[[], "bool | tuple[bool, str]"]
 POOL_SIZE = 4
-# connections accepted beyond the busy pool before further ones are closed at once
+# complete requests waiting for a worker beyond the busy pool; more are closed at once
 POOL_BACKLOG = 16
-IDLE_TIMEOUT_SECONDS = 10.0
+REQUEST_TIMEOUT_SECONDS = 5.0
+WRITE_TIMEOUT_SECONDS = 10.0
+MAX_CONNECTIONS = 64
+MAX_CONNECTIONS_PER_PEER = 8
+MAX_HEAD_BYTES = 16 * 1024
+_END_OF_HEAD = re.compile(rb"\r?\n\r?\n")
+_PUBLIC = ("/healthz", "/livez", "/readyz")
 
 
-class PooledHTTPServer(HTTPServer):
-    """HTTPServer whose requests run on a bounded pool of threads."""
+@dataclass
+class _Pending:
+    """A connection still sending its request line and headers."""
 
-    def __init__(self, address: tuple[str, int], handler: Any, workers: int, backlog: int) -> None:
-        # before binding: a failed bind calls server_close(), which shuts the pool down
+    sock: socket.socket
+    peer: str
+    deadline: float
+    seq: int
+    head: bytearray = field(default_factory=bytearray)
+
+
+class _DeadlineWriter(io.RawIOBase):
+    """The handler's wfile: every write must be done by one deadline for the response."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        while view:
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("response not taken within the write timeout")
+            self._sock.settimeout(left)
+            sent = self._sock.send(view[: 64 * 1024])
+            view = view[sent:]
+        return len(data)
+
+
+@dataclass
+class _Request:
+    sock: socket.socket
+    head: bytes
+    write_deadline: float
+
+
+class GatedHTTPServer:
+    """Reads request heads on one non-blocking thread; serves whole requests on a pool."""
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        *,
+        workers: int = POOL_SIZE,
+        backlog: int = POOL_BACKLOG,
+        max_connections: int = MAX_CONNECTIONS,
+        max_per_peer: int = MAX_CONNECTIONS_PER_PEER,
+        request_timeout: float = REQUEST_TIMEOUT_SECONDS,
+        write_timeout: float = WRITE_TIMEOUT_SECONDS,
+    ) -> None:
+        self._handler = handler
+        self._max = max_connections
+        self._max_per_peer = max_per_peer
+        self._request_timeout = request_timeout
+        self._write_timeout = write_timeout
+        self._pending: dict[socket.socket, _Pending] = {}
+        self._per_peer: Counter[str] = Counter()
+        self._seq = 0
+        self._stopping = threading.Event()
+        self._done = threading.Event()
+        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self._listener = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._listener.bind(address)
+            self._listener.listen(128)
+        except OSError:
+            self._listener.close()
+            raise
+        self._listener.setblocking(False)
+        self.server_address: tuple[str, int] = self._listener.getsockname()[:2]
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._listener, selectors.EVENT_READ)
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="health")
         self._slots = threading.BoundedSemaphore(workers + backlog)
-        super().__init__(address, handler)
+        self.evicted = 0  # connections closed for a bound or the request deadline
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            self.shutdown_request(request)  # full: refuse instead of queueing without bound
-            return
+    @property
+    def pending(self) -> int:
+        """Connections still sending their request (for tests and debugging)."""
+        return len(self._pending)
 
-        def run() -> None:
+    def serve_forever(self) -> None:
+        try:
+            while not self._stopping.is_set():
+                timeout = self._next_deadline() - time.monotonic()
+                for key, _ in self._selector.select(max(0.0, min(timeout, 1.0))):
+                    if key.fileobj is self._listener:
+                        self._accept()
+                    elif key.fileobj is self._wake_r:
+                        with contextlib.suppress(OSError):
+                            self._wake_r.recv(64)
+                    else:
+                        self._read(self._pending[key.fileobj])  # type: ignore[index]
+                self._expire()
+        finally:
+            for conn in list(self._pending.values()):
+                self._drop(conn)
+            self._done.set()
+
+    def _next_deadline(self) -> float:
+        if not self._pending:
+            return time.monotonic() + 1.0
+        return min(c.deadline for c in self._pending.values())
+
+    def _accept(self) -> None:
+        for _ in range(64):  # a bounded batch; the rest wait for the next round
             try:
-                self.finish_request(request, client_address)
-            except Exception:
-                self.handle_error(request, client_address)
-            finally:
-                self.shutdown_request(request)
-                self._slots.release()
+                sock, addr = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # e.g. out of file descriptors: try again next round
+                return
+            sock.setblocking(False)
+            peer = str(addr[0])
+            if self._per_peer[peer] >= self._max_per_peer:
+                self._evict_oldest(peer)
+            elif len(self._pending) >= self._max:
+                self._evict_oldest(self._per_peer.most_common(1)[0][0])
+            self._seq += 1
+            conn = _Pending(sock, peer, time.monotonic() + self._request_timeout, self._seq)
+            self._pending[sock] = conn
+            self._per_peer[peer] += 1
+            self._selector.register(sock, selectors.EVENT_READ)
 
-        self._pool.submit(run)
+    def _evict_oldest(self, peer: str) -> None:
+        mine = [c for c in self._pending.values() if c.peer == peer]
+        if mine:
+            self.evicted += 1
+            self._drop(min(mine, key=lambda c: c.seq))
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        return  # a client that went away or timed out: nothing to report
+    def _read(self, conn: _Pending) -> None:
+        try:
+            data = conn.sock.recv(MAX_HEAD_BYTES + 1 - len(conn.head))
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop(conn)
+            return
+        conn.head += data
+        match = _END_OF_HEAD.search(conn.head)
+        if match is None:
+            if len(conn.head) > MAX_HEAD_BYTES:
+                self.evicted += 1
+                self._drop(conn, b"HTTP/1.0 431 Request Header Fields Too Large\r\n\r\n")
+            return
+        self._forget(conn)
+        if not self._slots.acquire(blocking=False):
+            self._close(conn.sock, b"HTTP/1.0 503 Service Unavailable\r\n\r\n")
+            return
+        request = _Request(
+            conn.sock, bytes(conn.head[: match.end()]), time.monotonic() + self._write_timeout
+        )
+        try:
+            self._pool.submit(self._serve, request, conn.peer)
+        except RuntimeError:  # shutting down
+            self._slots.release()
+            self._close(conn.sock)
+
+    def _serve(self, request: _Request, peer: str) -> None:
+        try:
+            request.sock.setblocking(True)
+            self._handler(request, (peer, 0), self)  # type: ignore[arg-type]
+        except Exception:
+            pass  # a client that went away or did not take the answer: nothing to report
+        finally:
+            self._close(request.sock)
+            self._slots.release()
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for conn in [c for c in self._pending.values() if c.deadline <= now]:
+            self.evicted += 1
+            self._drop(conn, b"HTTP/1.0 408 Request Timeout\r\n\r\n")
+
+    def _forget(self, conn: _Pending) -> None:
+        del self._pending[conn.sock]
+        self._per_peer[conn.peer] -= 1
+        if self._per_peer[conn.peer] <= 0:
+            del self._per_peer[conn.peer]
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(conn.sock)
+
+    def _drop(self, conn: _Pending, answer: bytes = b"") -> None:
+        self._forget(conn)
+        self._close(conn.sock, answer)
+
+    @staticmethod
+    def _close(sock: socket.socket, answer: bytes = b"") -> None:
+        if answer:
+            with contextlib.suppress(OSError):
+                sock.setblocking(False)
+                sock.send(answer)  # best effort, never waits
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Stop the loop and wait (bounded) until it has closed its connections."""
+        self._stopping.set()
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+        self._done.wait(timeout)
 
     def server_close(self) -> None:
-        super().server_close()
+        self._stopping.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(self._listener)
+        self._listener.close()
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One request from the head the gate read; the answer through a deadline writer."""
+
+    request: _Request
+
+    def setup(self) -> None:
+        self.connection = self.request.sock
+        self.rfile = io.BytesIO(self.request.head)
+        self.wfile = _DeadlineWriter(self.request.sock, self.request.write_deadline)  # type: ignore[assignment]
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet
+        return
 
 
 class HealthServer:
@@ -69,19 +298,30 @@ class HealthServer:
         port: int,
         registry: CollectorRegistry,
         *,
+        authenticator: BearerAuthenticator | None = None,
         workers: int = POOL_SIZE,
         backlog: int = POOL_BACKLOG,
-        idle_timeout: float = IDLE_TIMEOUT_SECONDS,
+        max_connections: int = MAX_CONNECTIONS,
+        max_per_peer: int = MAX_CONNECTIONS_PER_PEER,
+        request_timeout: float = REQUEST_TIMEOUT_SECONDS,
+        write_timeout: float = WRITE_TIMEOUT_SECONDS,
     ) -> None:
-        self._workers = workers
-        self._backlog = backlog
-        self._idle_timeout = idle_timeout
+        """`authenticator` guards /metrics; None serves it to anyone (`metrics.auth: none`)."""
+        self._limits: dict[str, Any] = {
+            "workers": workers,
+            "backlog": backlog,
+            "max_connections": max_connections,
+            "max_per_peer": max_per_peer,
+            "request_timeout": request_timeout,
+            "write_timeout": write_timeout,
+        }
+        self._auth = authenticator
         self._address = address
         self._port = port
         self._registry = registry
         self._live: dict[str, Check] = {}
         self._ready: dict[str, Check] = {}
-        self._server: PooledHTTPServer | None = None
+        self._server: GatedHTTPServer | None = None
         self._thread: threading.Thread | None = None
         # Prometheus cannot read /readyz: the same checks as gauges, run at scrape time.
         self._collector = _ReadinessCollector(self)
@@ -96,6 +336,10 @@ class HealthServer:
     @property
     def port(self) -> int:
         return self._server.server_address[1] if self._server else self._port
+
+    @property
+    def server(self) -> GatedHTTPServer | None:
+        return self._server
 
     def results(self, which: str) -> list[tuple[str, bool, str]]:
         """(name, passed, reason) of every check of `which` (healthz or readyz)."""
@@ -123,35 +367,34 @@ class HealthServer:
         lines.append(f"{which} check {'passed' if ok else 'failed'}")
         return ok, "\n".join(lines) + "\n"
 
+    def answer(self, path: str, authorization: list[str] | None) -> tuple[int, bytes, str]:
+        """(status, body, content type) of a GET; the probes need no credential."""
+        text = "text/plain; charset=utf-8"
+        if path in _PUBLIC:
+            ok, report = self.report("readyz" if path == "/readyz" else "healthz")
+            return 200 if ok else 503, report.encode(), text
+        if path != "/metrics":
+            return 404, b"not found\n", text
+        if self._auth is not None and self._auth.status(authorization) != 200:
+            return 401, b"Unauthorized: /metrics wants Authorization: Bearer <token>\n", text
+        return 200, generate_latest(self._registry), CONTENT_TYPE_LATEST
+
     def start(self) -> None:
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            timeout = outer._idle_timeout  # socket timeout: an idle client is dropped
-
+        class Handler(_Handler):
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
-                if path == "/metrics":
-                    self._send(200, generate_latest(outer._registry), CONTENT_TYPE_LATEST)
-                elif path in ("/healthz", "/livez", "/readyz"):
-                    ok, text = outer.report("readyz" if path == "/readyz" else "healthz")
-                    self._send(200 if ok else 503, text.encode(), "text/plain; charset=utf-8")
-                else:
-                    self._send(404, b"not found\n", "text/plain; charset=utf-8")
-
-            def _send(self, code: int, body: bytes, ctype: str) -> None:
+                code, body, ctype = outer.answer(path, self.headers.get_all("Authorization"))
                 self.send_response(code)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
+                if code == 401:
+                    self.send_header("WWW-Authenticate", 'Bearer realm="sedna-gm metrics"')
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, format: str, *args: object) -> None:  # quiet
-                return
-
-        self._server = PooledHTTPServer(
-            (self._address, self._port), Handler, self._workers, self._backlog
-        )
+        self._server = GatedHTTPServer((self._address, self._port), Handler, **self._limits)
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="health-server", daemon=True
         )

@@ -25,7 +25,7 @@ from sedna.runtime.logging import configure_logging
 from sedna.runtime.metrics import Metrics
 from sedna.runtime.observability import NodeConnectionCollector, job_state, stage_started
 from tests.cluster.helpers import PROJECT
-from tests.framework.test_cli_run import GM, base_config
+from tests.framework.test_cli_run import GM, METRICS_TOKEN, base_config
 from tests.support.waiting import wait_until
 
 DASHBOARD = PROJECT / "config" / "grafana" / "sedna-gm.json"
@@ -67,7 +67,11 @@ def test_every_metric_of_the_dashboard_and_the_alerts_exists_on_a_running_gm(
     try:
         port = int(gm.until(r"serving /metrics.* on 127\.0\.0\.1:(\d+)")[1])
         gm.until(r"sedna-gm started")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        scrape = urllib.request.Request(
+            f"http://127.0.0.1:{port}/metrics",
+            headers={"Authorization": f"Bearer {METRICS_TOKEN}"},
+        )
+        with urllib.request.urlopen(scrape, timeout=5) as r:
             text = r.read().decode()
     finally:
         gm.kill()

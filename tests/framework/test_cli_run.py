@@ -106,16 +106,21 @@ class GM:
             self.proc.wait()
 
 
+METRICS_TOKEN = "cli-scrape-token"
+
+
 def base_config(apiserver: Any, tmp_path: Path) -> dict[str, Any]:
     kubeconfig = tmp_path / "kubeconfig"
     apiserver.write_kubeconfig(kubeconfig)
+    metrics_token = tmp_path / "metrics-token"
+    metrics_token.write_text(METRICS_TOKEN + "\n")
     return {
         "kubeConfig": str(kubeconfig),
         # A namespace of its own: a GM with every feature on would otherwise reconcile
         # the jobs of tests running beside it on the shared server.
         "namespace": f"cli-{uuid.uuid4().hex[:10]}",
         "websocket": {"address": "127.0.0.1", "port": 0, "auth": "none"},
-        "metrics": {"address": "127.0.0.1", "port": 0},
+        "metrics": {"address": "127.0.0.1", "port": 0, "tokenFile": str(metrics_token)},
         "features": {"incremental_learning": {"enabled": False}},
     }
 
@@ -134,7 +139,10 @@ def test_runs_serves_health_and_stops_cleanly_on_sigterm(apiserver: Any, tmp_pat
             body = r.read().decode()
         assert "[+]informer-sync ok" in body
         assert "[+]websocket ok" in body
-        with urllib.request.urlopen(base + "/metrics", timeout=5) as r:
+        scrape = urllib.request.Request(
+            base + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}
+        )
+        with urllib.request.urlopen(scrape, timeout=5) as r:
             metrics = r.read().decode()
         assert "lc_connected_nodes" in metrics
         # The features' controllers report on the GM's registry under controller-runtime's names.

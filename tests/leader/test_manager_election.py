@@ -55,7 +55,8 @@ def config(kubeconfig: Path, namespace: str, **election: Any) -> GMConfig:
     return GMConfig.model_validate(
         {
             "kubeConfig": str(kubeconfig),
-            "metrics": {"enabled": True, "address": "127.0.0.1", "port": 0},
+            # probes only: /metrics is not read here
+            "metrics": {"enabled": True, "address": "127.0.0.1", "port": 0, "auth": "none"},
             "minResyncPeriodSeconds": 300,
             "leaderElection": {
                 "enabled": True,

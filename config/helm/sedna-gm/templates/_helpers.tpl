@@ -24,6 +24,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- .Values.websocket.token.existingSecret | default (printf "%s-lc-token" (include "sedna-gm.fullname" .)) -}}
 {{- end -}}
 
+{{- define "sedna-gm.metricsSecret" -}}
+{{- .Values.metrics.token.existingSecret | default (printf "%s-metrics-token" (include "sedna-gm.fullname" .)) -}}
+{{- end -}}
+
 {{- define "sedna-gm.gmyaml" -}}
 {{- $ws := dict "address" "0.0.0.0" "port" (int .Values.websocket.port) "auth" .Values.websocket.auth "allowPlainCredentials" .Values.websocket.allowPlainCredentials -}}
 {{- if eq .Values.websocket.auth "token" -}}
@@ -38,7 +42,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $_ := set $gm "kubeConfig" "" -}}
 {{- $_ := set $gm "master" "" -}}
 {{- $_ := set $gm "websocket" $ws -}}
-{{- $_ := set $gm "metrics" (dict "enabled" true "address" "0.0.0.0" "port" (int .Values.metrics.port)) -}}
+{{- $_ := set $gm "metrics" (dict "enabled" true "address" "0.0.0.0" "port" (int .Values.metrics.port) "auth" .Values.metrics.auth) -}}
+{{- if eq .Values.metrics.auth "token" -}}
+{{- $_ := set $gm.metrics "tokenFile" "/metrics-token/token" -}}
+{{- end -}}
 {{- $_ := set $gm "leaderElection" (dict "enabled" (gt (int .Values.replicaCount) 1) "leaseName" (include "sedna-gm.fullname" .) "leaseNamespace" .Release.Namespace) -}}
 {{- $_ := set $gm "features" .Values.features -}}
 {{- $_ := set $gm "embedded" (dict "enabled" false) -}}

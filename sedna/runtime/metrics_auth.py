@@ -1,0 +1,164 @@
+"""Who may read /metrics: a bearer token from a file or a Secret.
+
+/metrics names every node (`lc_queue_depth{node}`) and job, so it is not public:
+controller-runtime serves its metrics behind authentication too, while the kubelet's
+probes stay open. Here the token is a static one (a file, typically a mounted Secret,
+or a Secret read through the API); a scraper sends `Authorization: Bearer <token>`.
+
+Every answer is decided without I/O per request: the file is re-read only when it
+changes, the Secret at most once per `ttl` seconds, so a flood of requests with made-up
+tokens costs the API nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from loguru import logger
+
+from sedna.runtime.messaging.auth import parse_tokens, token_valid
+
+TokenSource = Callable[[], Iterable[str]]
+SECRET_KEY = "token"
+SECRET_TTL_SECONDS = 10.0
+# RFC 6750 token68, and no longer than any token worth checking
+_BEARER = re.compile(r"Bearer ([A-Za-z0-9\-._~+/]+=*)", re.IGNORECASE)
+MAX_AUTHORIZATION_CHARS = 4096
+
+
+class _Problems:
+    """Logs a problem once per change of state, not once per scrape."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._last: str | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str | None) -> None:
+        with self._lock:
+            if text is not None and text != self._last:
+                logger.error(
+                    "metrics token {}: {}; /metrics refuses every scraper", self._what, text
+                )
+            self._last = text
+
+
+def file_tokens(path: str | os.PathLike[str]) -> TokenSource:
+    """Tokens from a file (one a line), re-read when its mtime, size or inode changes.
+
+    A mounted Secret is updated by swapping a symlink, which changes the inode, so a
+    rotation is seen on the next scrape. An unreadable file is no token.
+    """
+    lock = threading.Lock()
+    state: dict[str, Any] = {"sig": None, "tokens": frozenset()}
+    problem = _Problems(f"file {path}")
+
+    def provide() -> frozenset[str]:
+        with lock:
+            try:
+                st = os.stat(path)
+                sig = (st.st_mtime_ns, st.st_size, st.st_ino)
+                if sig != state["sig"]:
+                    with open(path, encoding="utf-8") as fh:
+                        tokens = parse_tokens(fh.read())
+                    state.update(sig=sig, tokens=tokens)
+                    problem(None if tokens else "holds no token")
+            except (OSError, UnicodeDecodeError) as exc:
+                problem(f"cannot be read ({type(exc).__name__})")
+                state.update(sig=None, tokens=frozenset())
+            tokens_now: frozenset[str] = state["tokens"]
+            return tokens_now
+
+    return provide
+
+
+def secret_tokens(
+    get_secret: Callable[[str, str], Mapping[str, Any] | None],
+    ref: str,
+    *,
+    ttl: float = SECRET_TTL_SECONDS,
+    now: Callable[[], float],
+) -> TokenSource:
+    """Tokens from key `token` of Secret `ref` ("namespace/name"), read at most every `ttl` s.
+
+    `get_secret` returns the Secret as the API serves it, or None when it is absent.
+    The cache is the one token set; while the API fails, the last one read is kept.
+    """
+    namespace, _, name = ref.partition("/")
+    lock = threading.Lock()
+    state: dict[str, Any] = {"at": None, "tokens": frozenset()}
+    problem = _Problems(f"Secret {ref}")
+
+    def read() -> frozenset[str] | None:
+        try:
+            secret = get_secret(namespace, name)
+        except Exception as exc:  # the API is down: keep what was read last
+            problem(f"cannot be read ({type(exc).__name__})")
+            return None
+        if secret is None:
+            problem("not found")
+            return frozenset()
+        data = secret.get("data") or {}
+        string_data = secret.get("stringData") or {}
+        if isinstance(data, Mapping) and isinstance(data.get(SECRET_KEY), str):
+            try:
+                text = base64.b64decode(data[SECRET_KEY], validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                problem(f"key {SECRET_KEY!r} is not valid base64 UTF-8")
+                return frozenset()
+        elif isinstance(string_data, Mapping) and isinstance(string_data.get(SECRET_KEY), str):
+            text = string_data[SECRET_KEY]
+        else:
+            problem(f"has no key {SECRET_KEY!r}")
+            return frozenset()
+        tokens = parse_tokens(text)
+        problem(None if tokens else f"key {SECRET_KEY!r} is empty")
+        return tokens
+
+    def provide() -> frozenset[str]:
+        with lock:
+            at = state["at"]
+            if at is None or now() - at >= ttl:
+                fresh = read()
+                state["at"] = now()
+                if fresh is not None:
+                    state["tokens"] = fresh
+            tokens_now: frozenset[str] = state["tokens"]
+            return tokens_now
+
+    return provide
+
+
+def bearer_token(values: list[str] | None) -> str | None:
+    """The token of exactly one well-formed `Authorization: Bearer <token>`, else None."""
+    if not values or len(values) != 1:
+        return None  # none, or several (which one would count?)
+    value = values[0].strip()
+    if len(value) > MAX_AUTHORIZATION_CHARS:
+        return None
+    match = _BEARER.fullmatch(value)
+    return match.group(1) if match else None
+
+
+class BearerAuthenticator:
+    """Decides a request's `Authorization` headers: 200 to serve, 401 to refuse."""
+
+    def __init__(self, tokens: TokenSource) -> None:
+        self._tokens = tokens
+
+    def status(self, values: list[str] | None) -> int:
+        token = bearer_token(values)
+        if token is None:
+            return 401
+        try:
+            valid = frozenset(self._tokens())
+        except Exception as exc:  # a broken source refuses, it does not crash the server
+            logger.error("metrics token source failed ({})", type(exc).__name__)
+            return 401
+        return 200 if valid and token_valid(token, valid) else 401
