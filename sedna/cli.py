@@ -68,7 +68,42 @@ def _parser(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
 
 def _load(path: str | None) -> GMConfig:
     known = tuple(p.name for p in discover_plugins())
-    return load_config(path, known_features=known)
+    return load_config(path, known_features=known, feature_options=_option_names(known))
+
+
+def _option_names(known: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
+    """A feature's option keys, from its plugin's option model (imported when asked).
+
+    Only a feature that a SEDNA_GM_ variable addresses is asked about, so the other
+    plugins stay unimported as they would be when disabled.
+    """
+    cache: dict[str, tuple[str, ...]] = {}
+
+    def names(feature: str) -> tuple[str, ...]:
+        if feature not in known:
+            return ()
+        if feature not in cache:
+            cache[feature] = _option_names_of(feature, known)
+        return cache[feature]
+
+    return names
+
+
+def _option_names_of(feature: str, known: Sequence[str]) -> tuple[str, ...]:
+    from pydantic import BaseModel
+
+    from sedna.plugins import load_plugins
+
+    alone = GMConfig.model_validate({"features": {n: {"enabled": n == feature} for n in known}})
+    try:
+        loaded = load_plugins(alone, source="defaults").feature(feature)
+    except (PluginError, KeyError):
+        return ()  # loading the real config reports what is wrong with the plugin
+    names = list(loaded.feature.default_options)
+    if isinstance(loaded.options, BaseModel):
+        for name, field in type(loaded.options).model_fields.items():
+            names += [name, field.alias] if field.alias else [name]
+    return tuple(dict.fromkeys(names))
 
 
 def _fail(message: str) -> int:
