@@ -26,6 +26,7 @@ from sedna.runtime.config import ConfigError, GMConfig, effective_config, load_c
 from sedna.runtime.logging import configure_logging
 
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a reader that went away
 
 STOP_DEADLINE_SECONDS = 25.0
 """From the first stop signal to the exit, at most: within a pod's default grace
@@ -118,9 +119,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if command.needs_config:
             args.config_obj = _load(args.config)
-        return command.run(args)
+        status = command.run(args)
+        sys.stdout.flush()  # here, so that a reader gone away is seen here too
+        return status
     except (ConfigError, PluginError) as exc:
         return _fail(str(exc))
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+def _stdout_closed() -> int:
+    """`sedna-gm plugins | head -3`: the reader has gone, so stop quietly.
+
+    As Python's documentation recommends (signal module, "Note on SIGPIPE"): point
+    stdout at devnull so that the interpreter's final flush does not fail again, and
+    exit as a program killed by SIGPIPE would.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    return EXIT_BROKEN_PIPE
 
 
 def _commands() -> dict[str, Command]:
