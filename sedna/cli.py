@@ -251,7 +251,8 @@ def _apiserver(args: argparse.Namespace) -> int:
     except ValueError:
         loopback = args.address == "localhost"
     if not loopback:
-        # The embedded server does not authenticate its clients: it is for this machine only.
+        # A development server (one generated token, a self-signed certificate): this
+        # machine only.
         return _fail(f"apiserver: --address {args.address}: only loopback addresses are allowed")
     configure_logging("WARNING")
     stop = threading.Event()
