@@ -26,6 +26,7 @@ from sedna.runtime.config import ConfigError, GMConfig, effective_config, load_c
 from sedna.runtime.logging import configure_logging
 
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for a reader that went away
 
 STOP_DEADLINE_SECONDS = 25.0
 """From the first stop signal to the exit, at most: within a pod's default grace
@@ -68,7 +69,42 @@ def _parser(commands: Mapping[str, Command]) -> argparse.ArgumentParser:
 
 def _load(path: str | None) -> GMConfig:
     known = tuple(p.name for p in discover_plugins())
-    return load_config(path, known_features=known)
+    return load_config(path, known_features=known, feature_options=_option_names(known))
+
+
+def _option_names(known: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
+    """A feature's option keys, from its plugin's option model (imported when asked).
+
+    Only a feature that a SEDNA_GM_ variable addresses is asked about, so the other
+    plugins stay unimported as they would be when disabled.
+    """
+    cache: dict[str, tuple[str, ...]] = {}
+
+    def names(feature: str) -> tuple[str, ...]:
+        if feature not in known:
+            return ()
+        if feature not in cache:
+            cache[feature] = _option_names_of(feature, known)
+        return cache[feature]
+
+    return names
+
+
+def _option_names_of(feature: str, known: Sequence[str]) -> tuple[str, ...]:
+    from pydantic import BaseModel
+
+    from sedna.plugins import load_plugins
+
+    alone = GMConfig.model_validate({"features": {n: {"enabled": n == feature} for n in known}})
+    try:
+        loaded = load_plugins(alone, source="defaults").feature(feature)
+    except (PluginError, KeyError):
+        return ()  # loading the real config reports what is wrong with the plugin
+    names = list(loaded.feature.default_options)
+    if isinstance(loaded.options, BaseModel):
+        for name, field in type(loaded.options).model_fields.items():
+            names += [name, field.alias] if field.alias else [name]
+    return tuple(dict.fromkeys(names))
 
 
 def _fail(message: str) -> int:
@@ -83,9 +119,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if command.needs_config:
             args.config_obj = _load(args.config)
-        return command.run(args)
+        status = command.run(args)
+        sys.stdout.flush()  # here, so that a reader gone away is seen here too
+        return status
     except (ConfigError, PluginError) as exc:
         return _fail(str(exc))
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+def _stdout_closed() -> int:
+    """`sedna-gm plugins | head -3`: the reader has gone, so stop quietly.
+
+    As Python's documentation recommends (signal module, "Note on SIGPIPE"): point
+    stdout at devnull so that the interpreter's final flush does not fail again, and
+    exit as a program killed by SIGPIPE would.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    return EXIT_BROKEN_PIPE
 
 
 def _commands() -> dict[str, Command]:
@@ -196,7 +251,8 @@ def _apiserver(args: argparse.Namespace) -> int:
     except ValueError:
         loopback = args.address == "localhost"
     if not loopback:
-        # The embedded server does not authenticate its clients: it is for this machine only.
+        # A development server (one generated token, a self-signed certificate): this
+        # machine only.
         return _fail(f"apiserver: --address {args.address}: only loopback addresses are allowed")
     configure_logging("WARNING")
     stop = threading.Event()

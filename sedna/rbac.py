@@ -2,11 +2,11 @@
 
 Each feature lists the API access its controllers need (`Feature.access`); the runtime
 core adds its own: Events in the watched namespaces, the Node names for the message
-layer, the one token Secret (by name), the leader Lease (in its namespace). With
-`namespace` set in gm.yaml the namespaced grants are a Role there, not a ClusterRole, so
-a GM confined to one namespace reads no Secret outside it. `config/rbac.yaml` and the
-Helm chart's RBAC are this output; tests keep them equal and compare it with the calls
-the GM really makes.
+layer (and one Node by name with `websocket.nodeAddressBinding`), the one token Secret
+(by name), the leader Lease (in its namespace). With `namespace` set in gm.yaml the
+namespaced grants are a Role there, not a ClusterRole, so a GM confined to one namespace
+reads no Secret outside it. `config/rbac.yaml` and the Helm chart's RBAC are this
+output; tests keep them equal and compare it with the calls the GM really makes.
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ CORE_ACCESS: tuple[ApiAccess, ...] = (
     ApiAccess("apiextensions.k8s.io", ["customresourcedefinitions"], ["list"]),
 )
 LEASE_ACCESS = ApiAccess("coordination.k8s.io", ["leases"], ["get", "create", "update"])
+# websocket.nodeAddressBinding: an LC's peer address is checked against its Node's
+# status.addresses, read by name when it connects.
+NODE_ADDRESS_ACCESS = ApiAccess("", ["nodes"], ["get"])
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ def grants(config: GMConfig, features: Sequence[Feature]) -> list[Grant]:
         for access in feature.access:
             add(access, scope)
     ws = config.websocket
+    if ws.nodeAddressBinding:
+        add(NODE_ADDRESS_ACCESS, scope)
     if ws.auth == "token" and ws.tokenSecret and not ws.tokenFile:
         secret_ns, _, secret_name = ws.tokenSecret.partition("/")
         add(ApiAccess("", ["secrets"], ["get"]), secret_ns, (secret_name,))

@@ -151,7 +151,8 @@ def load_plugins(
         if name not in known and section.enabled:
             installed = ", ".join(sorted(known)) or "none"
             raise PluginError(
-                f"{source}: features.{name}: no installed plugin provides this feature "
+                f"{config.source_of(('features', name), source)}: features.{name}: "
+                "no installed plugin provides this feature "
                 f"(installed: {installed})"
             )
     for name in known:
@@ -191,7 +192,7 @@ def load_plugins(
         section = config.feature(feature.name)
         if not section.enabled:
             continue
-        options = _validate_options(source, plugin_name, feature, section.options)
+        options = _validate_options(config, source, plugin_name, feature, section.options)
         loaded.features.append(LoadedFeature(feature, plugin_name, section.workers, options))
     return loaded
 
@@ -272,28 +273,41 @@ def _check_features(pairs: Iterable[tuple[str, Feature]]) -> None:
 
 
 def _validate_options(
-    source: str, plugin_name: str, feature: Feature, options: Mapping[str, Any]
+    config: GMConfig,
+    source: str,
+    plugin_name: str,
+    feature: Feature,
+    options: Mapping[str, Any],
 ) -> Any:
     merged = {**feature.default_options, **options}
+
+    def where(key: str) -> str:
+        """`source: features.<name>.<key>`, or the variable that set the key."""
+        loc = ("features", feature.name, *(key.split(".") if key else ()))
+        return f"{config.source_of(loc, source)}: {'.'.join(loc)}"
+
     if feature.validate_options is None:
         if options:
             key = sorted(options)[0]
             raise PluginError(
-                f"{source}: features.{feature.name}.{key}: unknown option "
-                f"(plugin {plugin_name} takes no options)"
+                f"{where(key)}: unknown option (plugin {plugin_name} takes no options)"
             )
         return merged
-    prefix = f"{source}: features.{feature.name}."
     try:
         return feature.validate_options(merged)
     except FeatureOptionsError as exc:
-        raise PluginError(f"{prefix}{exc.key}: {exc.reason} (plugin {plugin_name})") from None
+        raise PluginError(f"{where(exc.key)}: {exc.reason} (plugin {plugin_name})") from None
     except ValidationError as exc:
-        lines = [f"{prefix}{describe_error(e)} (plugin {plugin_name})" for e in exc.errors()]
+        lines = []
+        for e in exc.errors():
+            path = ".".join(str(p) for p in e.get("loc", ()))
+            text = describe_error(e)
+            reason = text[len(path) + 2 :] if path else text
+            lines.append(f"{where(path)}: {reason} (plugin {plugin_name})")
         raise PluginError("\n".join(lines)) from None
     except Exception as exc:
         raise PluginError(
-            f"{prefix[:-1]}: plugin {plugin_name} rejected its options: {type(exc).__name__}: {exc}"
+            f"{where('')}: plugin {plugin_name} rejected its options: {type(exc).__name__}: {exc}"
         ) from None
 
 

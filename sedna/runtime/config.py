@@ -10,14 +10,24 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 
 ENV_PREFIX = "SEDNA_GM_"
+
+FeatureOptionNames = Callable[[str], Iterable[str]]
+"""A feature's name -> the option keys its plugin knows (for the environment overrides)."""
 
 
 class ConfigError(Exception):
@@ -214,10 +224,20 @@ class GMConfig(_Section):
     credentials: CredentialsConfig = Field(default_factory=CredentialsConfig)
     storageInitializer: StorageInitializerConfig = Field(default_factory=StorageInitializerConfig)
     embedded: EmbeddedConfig = Field(default_factory=EmbeddedConfig)
+    # key path -> the SEDNA_GM_ variable that set it (load_config fills it in)
+    _set_by: dict[tuple[str, ...], str] = PrivateAttr(default_factory=dict)
 
     def feature(self, name: str) -> FeatureConfig:
         """The section of one feature; an absent section means enabled with defaults."""
         return self.features.get(name) or FeatureConfig()
+
+    def source_of(self, loc: Iterable[str], source: str) -> str:
+        """Where the value at `loc` came from: `environment VAR`, else `source` (the file).
+
+        Checks made after loading (a feature's own options) blame the variable this way.
+        """
+        var = _setter(tuple(loc), self._set_by)
+        return f"environment {var}" if var else source
 
 
 def _show(value: Any) -> str:
@@ -308,15 +328,23 @@ def _apply_override(
     known: tuple[str, ...] = (),
     path: tuple[str, ...] = (),
     set_by: dict[tuple[str, ...], str] | None = None,
+    feature_options: FeatureOptionNames | None = None,
 ) -> None:
     """Place one SEDNA_GM_ value by matching the upper-cased remainder against known keys.
 
     `model` is None inside free-form sections (the features map, a feature's options),
-    where the keys present in the file are the known ones. `set_by` records which
-    variable set which key path, so that errors name the variable, not the file.
+    where the keys present in the file are the known ones; in a feature's section the
+    framework's keys (`enabled`, `workers`) and the options its plugin declares
+    (`feature_options`) are known too, so `MAXCONDITIONS` finds `maxConditions` as a
+    core section's keys are found. `set_by` records which variable set which key path,
+    so that errors name the variable, not the file.
     """
     set_by = {} if set_by is None else set_by
     keys: list[str] = list(model.model_fields) if model is not None else list(data)
+    if model is None and len(path) == 2 and path[0] == "features":
+        keys += [k for k in FeatureConfig.model_fields if k not in keys]
+        if feature_options is not None:
+            keys += [k for k in feature_options(path[1]) if k not in keys]
     # Longest spellings first so that FEATURES_INCREMENTAL_LEARNING_WORKERS finds the feature.
     spellings = sorted(
         ((norm, key) for key in keys for norm in _env_keys(key)),
@@ -345,7 +373,15 @@ def _apply_override(
             sub = {}
             data[key] = sub
         _apply_override(
-            sub, sub_model, rest[len(norm) + 1 :], value, var, known, (*path, key), set_by
+            sub,
+            sub_model,
+            rest[len(norm) + 1 :],
+            value,
+            var,
+            known,
+            (*path, key),
+            set_by,
+            feature_options,
         )
         return
     if model is None:
@@ -378,8 +414,13 @@ def apply_env_overrides(
     environ: Mapping[str, str],
     known_features: tuple[str, ...] = (),
     set_by: dict[tuple[str, ...], str] | None = None,
+    feature_options: FeatureOptionNames | None = None,
 ) -> dict[str, Any]:
-    """Apply every SEDNA_GM_ variable to `data`; `set_by` receives key path -> variable."""
+    """Apply every SEDNA_GM_ variable to `data`; `set_by` receives key path -> variable.
+
+    `feature_options` names a feature's options (asked only for a feature that a
+    variable addresses), so that their run-together spellings resolve.
+    """
     for var in sorted(environ):
         if not var.startswith(ENV_PREFIX) or var == ENV_PREFIX + "CONFIG":
             continue
@@ -389,7 +430,15 @@ def apply_env_overrides(
         except yaml.YAMLError:
             value = raw
         _apply_override(
-            data, GMConfig, var[len(ENV_PREFIX) :], value, var, known_features, (), set_by
+            data,
+            GMConfig,
+            var[len(ENV_PREFIX) :],
+            value,
+            var,
+            known_features,
+            (),
+            set_by,
+            feature_options,
         )
     return data
 
@@ -398,11 +447,14 @@ def load_config(
     path: str | Path | None,
     environ: Mapping[str, str] | None = None,
     known_features: tuple[str, ...] = (),
+    feature_options: FeatureOptionNames | None = None,
 ) -> GMConfig:
     """Read gm.yaml (None = defaults only) and the SEDNA_GM_ overrides; raise ConfigError.
 
     `known_features` are installed feature names, so that an override can address a
-    feature the file does not mention (feature names may contain underscores).
+    feature the file does not mention (feature names may contain underscores);
+    `feature_options` gives a feature's option keys, so that an override can spell an
+    option the file does not mention run together (`MAXCONDITIONS`).
     """
     environ = os.environ if environ is None else environ
     source = str(path) if path is not None else "defaults"
@@ -427,11 +479,12 @@ def load_config(
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: expected a mapping at the top level, got {_show(data)}")
     set_by: dict[tuple[str, ...], str] = {}
-    data = apply_env_overrides(data, environ, known_features, set_by)
+    data = apply_env_overrides(data, environ, known_features, set_by, feature_options)
     try:
         cfg = GMConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(validation_message(source, exc, set_by=set_by)) from None
+    cfg._set_by = set_by
     if path is not None:
         resolve_relative_paths(cfg, Path(path).parent, set_by)
     if cfg.kubeConfig and not Path(cfg.kubeConfig).is_file():  # as Sedna's Validate()

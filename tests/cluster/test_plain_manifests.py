@@ -103,6 +103,38 @@ def test_rbac_follows_the_config() -> None:
     assert "leases" not in resources  # leader election is off
 
 
+@pytest.mark.parametrize("namespace", ["", "ai"])
+def test_node_address_binding_grants_get_on_nodes(namespace: str) -> None:
+    """websocket.nodeAddressBinding reads the connecting LC's Node by name (GET
+    nodes/<name>): the ClusterRole has `get` on nodes then, and only then."""
+    from sedna.plugins import load_plugins
+    from sedna.rbac import grants, rbac_manifests
+    from sedna.runtime.config import GMConfig
+
+    def node_verbs(binding: bool) -> list[list[str]]:
+        cfg = GMConfig.model_validate(
+            {"namespace": namespace, "websocket": {"auth": "node", "nodeAddressBinding": binding}}
+        )
+        features = [f.feature for f in load_plugins(cfg, source="test").features]
+        allowed = any(g.allows("", "nodes", "get", None) for g in grants(cfg, features))
+        assert allowed == binding
+        (cluster,) = [d for d in rbac_manifests(cfg, features) if d["kind"] == "ClusterRole"]
+        return [r["verbs"] for r in cluster["rules"] if "nodes" in r["resources"]]
+
+    assert node_verbs(False) == [["list", "watch"]]
+    assert node_verbs(True) == [["get", "list", "watch"]]
+
+
+def test_node_address_binding_rbac_from_the_cli(tmp_path: Path) -> None:
+    gm = tmp_path / "nab.yaml"
+    gm.write_text("websocket:\n  auth: node\n  nodeAddressBinding: true\n")
+    proc = run(sys.executable, "-m", "sedna.cli", "rbac", "--config", str(gm))
+    assert proc.returncode == 0, proc.stderr
+    (cluster,) = [d for d in yaml.safe_load_all(proc.stdout) if d and d["kind"] == "ClusterRole"]
+    rules = [r for r in cluster["rules"] if "nodes" in r["resources"]]
+    assert rules == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
+
+
 def test_deploy_configmap_is_gm_cluster_yaml_and_the_image_is_the_built_tag() -> None:
     docs = docs_in(CONFIG / "deploy" / "sedna-gm.yaml")
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]

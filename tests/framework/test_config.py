@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from sedna.runtime.config import ConfigError, GMConfig, load_config
 
@@ -114,6 +115,98 @@ def test_env_override_errors_name_the_variable() -> None:
     expected = r'environment SEDNA_GM_WEBSOCKET_PORT: websocket\.port: expected an integer, got "x"'
     with pytest.raises(ConfigError, match=expected):
         load_config(None, {"SEDNA_GM_WEBSOCKET_PORT": "x"})
+
+
+def _il_options(feature: str) -> tuple[str, ...]:
+    return ("maxConditions", "failureBackoffSeconds") if feature == "incremental_learning" else ()
+
+
+@pytest.mark.parametrize("var", ["MAXCONDITIONS", "MAX_CONDITIONS"])
+def test_env_override_spells_a_feature_option_the_file_does_not_mention(var: str) -> None:
+    """A feature's options resolve as a core section's keys do: snake or run-together."""
+    c = load_config(
+        None,
+        {f"SEDNA_GM_FEATURES_INCREMENTAL_LEARNING_{var}": "21"},
+        known_features=("incremental_learning",),
+        feature_options=_il_options,
+    )
+    assert c.feature("incremental_learning").options == {"maxConditions": 21}
+
+
+def test_env_override_finds_the_framework_keys_of_a_feature_section() -> None:
+    c = load_config(
+        None,
+        {"SEDNA_GM_FEATURES_INCREMENTAL_LEARNING_WORKERS": "3"},
+        known_features=("incremental_learning",),
+        feature_options=_il_options,
+    )
+    assert c.feature("incremental_learning").workers == 3
+    assert c.feature("incremental_learning").options == {}
+
+
+def test_feature_options_are_asked_only_for_an_addressed_feature() -> None:
+    asked: list[str] = []
+
+    def options(feature: str) -> tuple[str, ...]:
+        asked.append(feature)
+        return _il_options(feature)
+
+    load_config(
+        None,
+        {"SEDNA_GM_WEBSOCKET_PORT": "9001", "SEDNA_GM_FEATURES_INCREMENTAL_LEARNING_WORKERS": "2"},
+        known_features=("incremental_learning", "dataset"),
+        feature_options=options,
+    )
+    assert asked == ["incremental_learning"]
+
+
+def test_source_of_names_the_variable_that_set_a_key(tmp_path: Path) -> None:
+    p = write(tmp_path, "features:\n  incremental_learning:\n    workers: 1\n")
+    var = "SEDNA_GM_FEATURES_INCREMENTAL_LEARNING_BOGUS"
+    c = load_config(p, {var: "1"}, known_features=("incremental_learning",))
+    assert c.source_of(("features", "incremental_learning", "bogus"), str(p)) == (
+        f"environment {var}"
+    )
+    assert c.source_of(("features", "incremental_learning", "workers"), str(p)) == str(p)
+
+
+def _check_config(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    import os
+
+    p = write(tmp_path, "features:\n  incremental_learning:\n    enabled: true\n")
+    return subprocess.run(
+        [sys.executable, "-m", "sedna.cli", "check-config", "--config", str(p)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+    )
+
+
+def test_cli_env_override_of_an_option_the_file_does_not_mention(tmp_path: Path) -> None:
+    """The README's promise: the run-together spelling is accepted, file key or not."""
+    proc = _check_config(tmp_path, {"SEDNA_GM_FEATURES_INCREMENTAL_LEARNING_MAXCONDITIONS": "21"})
+    assert proc.returncode == 0, proc.stderr
+    assert yaml.safe_load(proc.stdout)["features"]["incremental_learning"]["maxConditions"] == 21
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "reason"),
+    [
+        ("MAXCONDITIONS", "2", "maxConditions: Input should be greater than or equal to 6"),
+        ("BOGUS", "1", "bogus: unknown option"),
+    ],
+)
+def test_cli_feature_option_errors_name_the_variable(
+    tmp_path: Path, var: str, value: str, reason: str
+) -> None:
+    name = f"SEDNA_GM_FEATURES_INCREMENTAL_LEARNING_{var}"
+    proc = _check_config(tmp_path, {name: value})
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(
+        f"sedna-gm: environment {name}: features.incremental_learning.{reason}"
+    ), proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("command", [["check-config"], []])
