@@ -86,9 +86,9 @@ class WebsocketConfig(_Section):
     # how long a report may wait for its route (after a GM restart), and how many per node
     unroutedReportGraceSeconds: float = Field(default=30.0, ge=0, allow_inf_nan=False)
     maxUnroutedReportsPerNode: int = Field(default=100, ge=0)
-    # bytes of all reports waiting for their route, over every node (new ones are refused)
+    # bytes of all reports waiting for their route, over every node, shared fairly between nodes
     maxUnroutedReportBytes: int = Field(default=16 * 1024 * 1024, ge=0)
-    # bytes of accepted reports waiting for their handler, per kind (new ones are refused)
+    # bytes of accepted reports waiting for their handler, per kind, shared fairly between nodes
     maxReportBytes: int = Field(default=256 * 1024 * 1024, gt=0)
     updatesAsInsert: bool = True
     idleQueueTTLSeconds: float = Field(default=24 * 3600.0, ge=0, allow_inf_nan=False, strict=True)
