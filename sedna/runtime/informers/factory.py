@@ -237,7 +237,7 @@ class SharedInformerFactory:
                     step = _STOP_POLL if remaining is None else min(remaining, _STOP_POLL)
                 if inf.wait_for_sync(step):
                     break
-                if remaining is not None and remaining <= step:
+                if remaining is not None and (step is None or remaining <= step):
                     logger.warning("informer {} did not sync within {}s", inf.name, timeout)
                     return False
         return True
