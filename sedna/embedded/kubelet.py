@@ -525,7 +525,11 @@ class SimulatedKubelet:
         out: Any = subprocess.DEVNULL
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
-            path = log_path(self.log_dir, p.namespace, p.name, str(c.get("name")))
+            try:
+                path = log_path(self.log_dir, p.namespace, p.name, str(c.get("name")))
+            except ValueError as exc:
+                self._finish(p, 127, str(exc))
+                return
             out = open(path, "ab")  # noqa: SIM115
             p.log = out
         try:

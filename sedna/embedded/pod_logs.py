@@ -4,7 +4,9 @@ A real API server answers `kubectl logs` by proxying pods/log to the kubelet of 
 pod's node. The embedded kubelet and server live in one process and share a
 directory instead (`<stateDir>/logs`): one file per container, named
 `<namespace>_<pod>_<container>.log`. Object names are DNS labels or subdomains and
-never hold "_", so the name cannot be ambiguous.
+never hold "_", so the name cannot be ambiguous. The API server refuses other container
+names; `log_path` refuses any name with "/" or ".." (or empty) too, so an object that
+got past it, say from an older state directory, cannot point outside the directory.
 """
 
 from __future__ import annotations
@@ -14,14 +16,18 @@ from pathlib import Path
 
 
 def log_path(log_dir: Path, namespace: str, pod: str, container: str) -> Path:
-    """Where the log of one container of one pod lives."""
+    """Where the log of one container of one pod lives; ValueError for a name that is
+    not a plain file name part."""
+    for what, name in (("namespace", namespace), ("pod", pod), ("container", container)):
+        if not name or "/" in name or "\\" in name or ".." in name or "\0" in name:
+            raise ValueError(f"{what} name {name!r} cannot name a log file")
     return log_dir / f"{namespace}_{pod}_{container}.log"
 
 
 def append_line(log_dir: Path, namespace: str, pod: str, container: str, text: str) -> None:
     """Add a line to a container's log; a log that cannot be written is not worth a
     failed pod (the kubelet goes on, as a real one does when its disk is full)."""
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, ValueError):
         log_dir.mkdir(parents=True, exist_ok=True)
         with open(log_path(log_dir, namespace, pod, container), "a", encoding="utf-8") as f:
             f.write(text.rstrip("\n") + "\n")

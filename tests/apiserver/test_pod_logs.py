@@ -17,7 +17,7 @@ from kubernetes.client import ApiClient, CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
 from sedna.embedded.apiserver import APIServer
-from sedna.embedded.pod_logs import append_line
+from sedna.embedded.pod_logs import append_line, log_path
 
 NS = "default"
 
@@ -229,3 +229,21 @@ def _raw_get(logs: Logs, path: str, method: str = "GET") -> tuple[int, Any, str]
         method, logs.client.configuration.host + path, headers=logs.client.default_headers
     )
     return resp.status, resp.headers, resp.data.decode()
+
+
+@pytest.mark.parametrize(
+    ("ns", "pod_name", "container"),
+    [
+        ("default", "p", "../../x"),
+        ("default", "p", "a/b"),
+        ("default", "..", "c"),
+        ("../etc", "p", "c"),
+        ("default", "p", ""),
+    ],
+)
+def test_log_path_refuses_names_that_leave_the_directory(
+    ns: str, pod_name: str, container: str, tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match="cannot name a log file"):
+        log_path(tmp_path, ns, pod_name, container)
+    assert log_path(tmp_path, "default", "p", "main") == tmp_path / "default_p_main.log"

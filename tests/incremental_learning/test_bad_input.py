@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -282,3 +283,74 @@ def test_condition_data_that_is_not_json(
     assert gm.controller.wait_idle(5.0)
     assert api.worker_pods("train") == []
     assert api.latest() == "Train/Ready"
+
+
+BIG_URL = "s3://bucket/" + "a" * 100_000
+LONG_MODEL = {"format": "pb", "url": "/models/" + "m" * 4000, "metrics": {"precision": 0.9}}
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        (
+            {"phase": "train", "status": "ready", "input": {**TRAIN_INPUT, "dataURL": BIG_URL}},
+            "content.input.dataURL: too long (100012 characters, at most 4096)",
+        ),
+        (
+            {"phase": "train", "status": "completed", "output": {"models": [{"url": BIG_URL}]}},
+            "content.output.models.0.url: too long",
+        ),
+        (
+            {"phase": "eval", "status": "ready", "input": {"models": [LONG_MODEL] * 3}},
+            "content.input.models: the report's condition data is",
+        ),
+    ],
+    ids=["data-url", "model-url", "total"],
+)
+def test_oversized_report_is_refused_and_the_status_does_not_grow(
+    payload: dict[str, Any],
+    field: str,
+    api: Api,
+    make_gm: GMFactory,
+    make_lc: LCFactory,
+    sedna_reference: Path,
+    logs: LogCapture,
+) -> None:
+    """Sedna appends any report as it is: a few of these made the job too big to write."""
+    gm = make_gm()
+    lc = make_lc(gm, DS_NODE)
+    start_sample_job(api, sedna_reference)
+    before = api.job()["status"]
+    lc.report(api.ns, "", "", payload=payload)
+    msg = api.wait_event("InvalidReport", field)
+    assert f"node {DS_NODE}" in msg
+    assert logs.contains(f"{api.ns}/{JOB}", field)
+    assert gm.controller.wait_idle(5.0)
+    assert api.job()["status"] == before
+    start_stage(api, lc, "train", TRAIN_INPUT)
+
+
+def test_honest_reports_with_several_models_and_metrics_land(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    """The bound leaves room: three models with long object-store URLs and metrics."""
+    gm = make_gm()
+    lc = make_lc(gm, DS_NODE)
+    start_sample_job(api, sedna_reference)
+    models = [
+        {
+            "format": "pb",
+            "url": f"s3://kubeedge-sedna/helmet-detection/output/train/{i}/"
+            + "x" * 200
+            + "/model.pb",
+            "metrics": {"precision": 0.91, "recall": 0.87, "f1": 0.89, "map_50": 0.8},
+        }
+        for i in range(3)
+    ]
+    train_input = {**TRAIN_INPUT, "models": models, "dataIndexURL": "s3://b/" + "i" * 500}
+    start_stage(api, lc, "train", train_input)
+    ready = [c for c in api.conditions() if (c["stage"], c["type"]) == ("Train", "Ready")]
+    data = json.loads(ready[-1]["data"])
+    assert len(ready[-1]["data"]) > 1500
+    assert [m["url"] for m in data["input"]["models"]] == [m["url"] for m in models]
+    assert data["input"]["models"][2]["metrics"]["map_50"] == 0.8

@@ -12,6 +12,7 @@ from .conftest import GMFactory, LCFactory
 from .helpers import (
     DS_NODE,
     JOB,
+    KB_MODEL,
     KIND,
     TRAIN_INPUT,
     Api,
@@ -22,6 +23,12 @@ from .helpers import (
     start_sample_job,
     wait_until,
 )
+
+BIG_URL_MODEL = {**KB_MODEL, "url": "s3://b/" + "m" * 100_000}
+MANY_TASKS_MODEL = {
+    **KB_MODEL,
+    "current_metric": {f"task-{i:04}": {"precision_score": 0.8} for i in range(400)},
+}
 
 
 def _no_output_dir(job: dict[str, Any]) -> None:
@@ -184,8 +191,29 @@ def test_a_fixed_spec_starts_the_job(
             "content.output.models.0.classes",
         ),
         ("not an object", "content: expected an object"),
+        (
+            {"phase": "train", "status": "ready", "input": {"dataURL": "s3://b/" + "a" * 100_000}},
+            "content.input.dataURL: too long (100007 characters, at most 4096)",
+        ),
+        (
+            {"phase": "train", "status": "completed", "output": {"models": [BIG_URL_MODEL]}},
+            "content.output.models.0.url: too long",
+        ),
+        (
+            {"phase": "train", "status": "completed", "output": {"models": [MANY_TASKS_MODEL]}},
+            "content.output.models.0.current_metric: the report's condition data is",
+        ),
     ],
-    ids=["phase", "status", "input", "knowledge-base", "not-an-object"],
+    ids=[
+        "phase",
+        "status",
+        "input",
+        "knowledge-base",
+        "not-an-object",
+        "data-url",
+        "model-url",
+        "total",
+    ],
 )
 def test_invalid_report_is_an_error_for_that_message_only(
     payload: Any,
@@ -231,3 +259,36 @@ def test_report_for_unknown_job_is_logged_and_the_connection_goes_on(
         what="log line for the unknown job",
     )
     run_stage(api, lc, "train", TRAIN_INPUT)
+
+
+def test_honest_report_with_several_models_and_tasks_lands(
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+) -> None:
+    """The bound on condition data leaves room for what Sedna's LL workers report: a
+    few models, each with the metrics of a few tasks and its classes."""
+    gm = make_gm()
+    lc = make_lc(gm, DS_NODE)
+    start_sample_job(api, sedna_reference)
+    run_stage(api, lc, "train", TRAIN_INPUT)
+    models = [
+        {
+            **KB_MODEL,
+            "url": f"s3://kubeedge-sedna/lifelong/output/train/1/{'x' * 150}/task-{i}.pkl",
+            "classes": [f"class-{c}" for c in range(20)],
+            "current_metric": {
+                f"task-{i}-{t}": {"precision_score": 0.8, "recall_score": 0.7} for t in range(5)
+            },
+        }
+        for i in range(4)
+    ]
+    lc.report(api.ns, "train", "completed", output={"models": models})
+    kb = wait_until(
+        lambda: (
+            api.knowledge_base().get("AIModels", {}).get("numberOfAIModels") == 20
+            and api.knowledge_base()
+        ),
+        what="the knowledge base of the report",
+    )
+    assert kb["AIClasses"]["numberOfAIClasses"] == 20
+    done = [c for c in api.conditions() if (c["stage"], c["type"]) == ("Train", "Completed")]
+    assert len(done[-1]["data"]) > 3000

@@ -128,7 +128,10 @@ async def serve_log(
         )
     if not (pod.get("spec") or {}).get("nodeName"):
         raise bad_request(f"pod {meta['name']} does not have a host assigned")
-    path = log_path(log_dir, str(meta.get("namespace") or ""), str(meta["name"]), container)
+    try:
+        path = log_path(log_dir, str(meta.get("namespace") or ""), str(meta["name"]), container)
+    except ValueError as exc:
+        raise bad_request(str(exc)) from None
     if not path.exists():
         reason = _waiting_reason(pod, container)
         if reason is not None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import errors, pagination
 from .errors import APIError
+from .object_validation import validate_object
 from .pagination import LATEST, Continue
 from .resources import CRD_KEY, NAMESPACE_KEY, Registry, ResourceType
 from .schema_validation import validate_custom_resource
@@ -168,6 +169,7 @@ class Operations:
             meta = obj["metadata"] = {}
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
+        self._check_shape(rt, obj)
         if rt.namespaced:
             body_ns = meta.get("namespace")
             if body_ns and ns and body_ns != ns:
@@ -231,6 +233,10 @@ class Operations:
                 version=rt.version,
                 field_validation=field_validation,
             )
+
+    def _check_shape(self, rt: ResourceType, obj: Mapping[str, Any]) -> None:
+        """Metadata and the core kinds' fields of the right types (`object_validation`)."""
+        validate_object(obj, kind=rt.kind, group=rt.group, key=rt.key, custom=rt.custom)
 
     def _check_kind(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         kind = obj.get("kind")
@@ -353,6 +359,8 @@ class Operations:
         """
         ometa = old["metadata"]
         nmeta = new.get("metadata")
+        if not internal:
+            self._check_shape(rt, new)  # a patch may have made anything of the object
         if not isinstance(nmeta, dict):
             nmeta = new["metadata"] = {}
         rv = nmeta.get("resourceVersion")
@@ -401,6 +409,8 @@ class Operations:
                 nmeta["generation"] = int(ometa.get("generation", 1)) + 1
         new["metadata"]["resourceVersion"] = ometa["resourceVersion"]
         if not internal:
+            if subresource == "status":
+                self._check_shape(rt, new)  # the stored object with the new status
             self._check_schema(rt, new, field_validation)
         if new == old:
             return self.view(rt, old)  # no-op writes do not bump resourceVersion

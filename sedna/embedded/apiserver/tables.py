@@ -138,6 +138,11 @@ def _lst(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _count(value: Any) -> int:
+    """The keys of a map field; a stored object of another shape counts none."""
+    return len(value) if isinstance(value, Mapping) else 0
+
+
 def _name_age(obj: Mapping[str, Any], now: datetime) -> tuple[str, str]:
     m = _meta(obj)
     return str(m.get("name", "")), age(m.get("creationTimestamp"), now)
@@ -624,7 +629,7 @@ CONFIGMAP_COLUMNS = [NAME_COLUMN, _col("Data", "Number of keys.", typ="string"),
 def print_configmap(cm: Mapping[str, Any], now: datetime) -> tuple[Cells, None]:
     """kube's ``printConfigMap``: DATA counts data and binaryData keys."""
     name, age_s = _name_age(cm, now)
-    n = len(cm.get("data") or {}) + len(cm.get("binaryData") or {})
+    n = _count(cm.get("data")) + _count(cm.get("binaryData"))
     return [name, n, age_s], None
 
 
@@ -639,7 +644,7 @@ SECRET_COLUMNS = [
 def print_secret(sec: Mapping[str, Any], now: datetime) -> tuple[Cells, None]:
     """kube's ``printSecret`` (counts keys, never shows values)."""
     name, age_s = _name_age(sec, now)
-    return [name, sec.get("type") or "Opaque", len(sec.get("data") or {}), age_s], None
+    return [name, sec.get("type") or "Opaque", _count(sec.get("data")), age_s], None
 
 
 LEASE_COLUMNS = [NAME_COLUMN, _col("Holder", "The holder of the lease."), AGE_COLUMN]

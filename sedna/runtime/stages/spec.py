@@ -8,19 +8,36 @@ ignored, as Go's decoder does.
 
 The condition data (`CondData`) is the same for every staged kind: Sedna's IL
 `IncrementalCondData` and LL `ConditionData` share the shape and the JSON the LC reads.
+Its URLs are at most `MAX_URL_LENGTH` characters: Sedna's Go GM takes any length, and
+an LC that reports a URL of hundreds of KB grows the job's status until the API refuses
+every further write (etcd's request limit is 1.5 MiB); the total is bounded where a
+report becomes a condition (`sedna.runtime.stages.reports`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sedna.runtime.workers.template_check import check_pod_template
 
 M = TypeVar("M", bound=BaseModel)
+
+MAX_URL_LENGTH = 4096
+"""The longest model, data or output URL a condition may carry (S3 and HTTP URLs of
+real deployments are a few hundred characters)."""
+
+
+def _bounded_url(value: str) -> str:
+    if len(value) > MAX_URL_LENGTH:
+        raise ValueError(f"too long ({len(value)} characters, at most {MAX_URL_LENGTH})")
+    return value
+
+
+Url = Annotated[str, AfterValidator(_bounded_url)]
 
 
 class ObjectSpecError(ValueError):
@@ -212,7 +229,7 @@ class CondModel(SpecView):
     model_config = ConfigDict(extra="ignore", frozen=True, strict=False)
 
     format: str = ""
-    url: str = ""
+    url: Url = ""
     device_soc_versions: list[str] | None = None
     metrics: dict[str, Any] | None = None
     history_metric: float | None = None
@@ -244,9 +261,9 @@ class CondModel(SpecView):
 class CondInput(SpecView):
     model: CondModel | None = None
     models: list[CondModel] | None = None
-    dataURL: str = ""
-    dataIndexURL: str = ""
-    outputDir: str = ""
+    dataURL: Url = ""
+    dataIndexURL: Url = ""
+    outputDir: Url = ""
 
     def model_urls(self) -> list[str]:
         """Sedna's joinModelURLs: the single `model` wins over `models`."""
