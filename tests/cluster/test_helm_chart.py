@@ -34,6 +34,7 @@ from tests.support.waiting import wait_until
 
 CHART = PROJECT / "config" / "helm" / "sedna-gm"
 HELM = helm_binary()
+METRICS = "sedna-gm-metrics-token"  # the chart's Secret for /metrics, beside any LC token
 needs_helm = pytest.mark.skipif(HELM is None, reason="helm not installed (scripts/fetch_helm.sh)")
 
 
@@ -117,7 +118,10 @@ def test_rendered_chart_applies_to_an_empty_cluster() -> None:
         "PodDisruptionBudget", "ServiceMonitor", "NetworkPolicy", "PrometheusRule",
     ):  # fmt: skip
         assert kind in kinds, kind
-    assert "Secret" not in kinds  # auth: node, the default: each node's token is issued
+    # auth: node, the default: each node's token is issued; the one Secret is /metrics'
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Secret"] == [
+        "sedna-gm-metrics-token"
+    ]
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "sedna"}}
     with fresh_server() as client:
         rules_crd = operator_crd("PrometheusRule", "prometheusrules")
@@ -139,7 +143,7 @@ def test_rendered_chart_applies_to_an_empty_cluster() -> None:
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert {v["name"] for v in pod["volumes"]} == {"config", "tmp", "tls"}
+    assert {v["name"] for v in pod["volumes"]} == {"config", "tmp", "tls", "metrics-token"}
     (svc,) = [d for d in docs if d["kind"] == "Service"]
     assert svc["metadata"]["name"] == "gm"  # Sedna's LCs dial gm.sedna:9000
 
@@ -156,7 +160,7 @@ def test_values_switch_features_namespace_and_token() -> None:
         *off, "--set", "config.namespace=ai", "--set", "websocket.auth=token",
         "--set", "websocket.token.existingSecret=mine",
     )  # fmt: skip
-    assert not [d for d in docs if d["kind"] == "Secret"]
+    assert not [d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] != METRICS]
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
     gm = yaml.safe_load(cm["data"]["gm.yaml"])
     assert gm["namespace"] == "ai"
@@ -202,7 +206,10 @@ def test_a_gm_on_the_charts_gm_yaml_gets_ready_once_its_token_secret_exists(
     gm["websocket"]["tokenSecret"] = gm["websocket"]["tokenSecret"].replace(
         "sedna/", f"{namespace}/"
     )
-    (secret,) = [d for d in docs if d["kind"] == "Secret"]
+    (secret,) = [d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] != METRICS]
+    assert gm["metrics"]["tokenFile"] == "/metrics-token/token"  # the Secret's mount
+    gm["metrics"]["tokenFile"] = str(tmp_path / "metrics-token")  # here: a file of ours
+    (tmp_path / "metrics-token").write_text("m3trics\n")
     process = GM(gm, tmp_path)
     try:
         port = int(process.until(r"serving /metrics.* on 127\.0\.0\.1:(\d+)")[1])

@@ -156,8 +156,9 @@ def test_the_readme_sequence_with_kubectl(tmp_path: Path) -> None:
     """The README's lines through kubectl itself, in order. The in-process server has no
     server-side apply, so the CRD line runs as `kubectl create` (the same objects)."""
     section = README.read_text().split("### Plain manifests", 1)[1].split("```bash", 1)[1]
-    lines = [ln for ln in section.split("```", 1)[0].splitlines() if ln.startswith("kubectl ")]
-    assert len(lines) == 2, lines
+    block = section.split("```", 1)[0].replace("\\\n", " ")  # continuation lines joined
+    lines = [ln for ln in block.splitlines() if ln.startswith("kubectl ")]
+    assert len(lines) == 3, lines  # CRDs, the GM, the metrics token
     tokens = README.read_text().split("### LC tokens", 1)[1].split("```bash", 1)[1]
     (token_line,) = [
         ln.split("#")[0].strip()
@@ -170,10 +171,11 @@ def test_the_readme_sequence_with_kubectl(tmp_path: Path) -> None:
         kubeconfig = tmp_path / "kubeconfig"
         srv.write_kubeconfig(kubeconfig)
         for line in lines:
-            args = shlex.split(line.replace("apply --server-side", "create"))[1:]
-            args = [a.replace("$(openssl rand -hex 24)", "t0ken") for a in args]
+            command = line.replace("apply --server-side", "create").replace(
+                "kubectl ", f"kubectl --kubeconfig {shlex.quote(str(kubeconfig))} ", 1
+            )
             proc = subprocess.run(
-                ["kubectl", "--kubeconfig", str(kubeconfig), *args],
+                ["bash", "-c", command],  # as typed: the token line's $(...) runs too
                 capture_output=True, text=True, timeout=120, cwd=PROJECT,
             )  # fmt: skip
             assert proc.returncode == 0, f"{line}: {proc.stderr}"
@@ -194,6 +196,7 @@ def test_the_readme_sequence_with_kubectl(tmp_path: Path) -> None:
         expected = (
             "deployment.apps/sedna-gm", "service/gm", "secret/sedna-lc-token-edge-node-1",
             "poddisruptionbudget.policy/sedna-gm", "configmap/sedna-gm-config",
+            "secret/sedna-gm-metrics-token",
         )  # fmt: skip
         for name in expected:
             assert name in listed, proc.stdout + proc.stderr

@@ -348,7 +348,7 @@ def test_a_stop_while_the_api_server_is_unreachable_exits_zero_at_once(tmp_path:
     config = {
         "kubeConfig": str(kubeconfig),
         "websocket": {"address": "127.0.0.1", "port": 0, "auth": "none"},
-        "metrics": {"address": "127.0.0.1", "port": 0},
+        "metrics": {"address": "127.0.0.1", "port": 0, "auth": "none"},
     }
     gm = GM(config, tmp_path)
     try:
