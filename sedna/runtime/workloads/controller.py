@@ -319,7 +319,10 @@ class WorkloadController(Controller):
         before = latest_condition(owner.get("status"))
 
         def mutate(fresh: dict[str, Any]) -> bool:
+            nonlocal before
             appended.clear()
+            # what the write follows: after a conflict, the fresh object, not the cache's
+            before = latest_condition(fresh.get("status"))
             status = dict(fresh.get("status") or {})
             old = json_like(status)
             status.setdefault("startTime", now)
