@@ -1,7 +1,8 @@
 """A credential Secret a Model names (``spec.credentialName``) that does not exist: not a
 spec error. The service waits (``Pending``/``SecretNotFound`` naming the field), looks
 again with a backoff (Secrets are not watched) and starts once the Secret is there;
-workers already running are kept. A name no Secret can have stays ``InvalidSpec``."""
+workers already running are kept. An S3 Secret without its endpoint is the same
+(``SecretIncomplete``). A name no Secret can have stays ``InvalidSpec``."""
 
 from __future__ import annotations
 
@@ -172,3 +173,28 @@ def test_a_name_no_secret_can_have_is_an_invalid_spec(
     assert message.startswith(f"{FIELD}: ") and "not a valid Secret name" in message
     api.wait_event("InvalidSpec", FIELD)
     assert api.names("deployments") == []
+
+
+def test_an_s3_secret_without_its_endpoint_waits_until_the_secret_is_fixed(
+    api: Api,
+    make_gm: GMFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sedna_reference: Path,
+) -> None:
+    clock = FakeClock()
+    deployment_controller()
+    incomplete = _secret()
+    incomplete["metadata"]["annotations"] = {}  # no s3-endpoint
+    api.create(incomplete)
+    _models(api, SECRET)
+    make_gm(clock=clock)
+    api.create(sample_service(sedna_reference))
+    wait_until(lambda: api.latest() == ("Pending", "SecretIncomplete"), 10.0, "SecretIncomplete")
+    message = api.status()["conditions"][-1]["message"]
+    assert message.startswith(f"{FIELD}: ") and "s3-endpoint" in message, message
+    api.wait_event("SecretIncomplete", FIELD)
+    assert api.names("deployments") == []
+    # the Secret is fixed, the service is not touched: the retry starts it
+    api.secrets.patch(api.ns, SECRET, {"metadata": {"annotations": {"s3-endpoint": "m:9000"}}})
+    _step_until(clock, lambda: len(api.names("deployments")) == 2, "the Deployments")
+    api.until_running()

@@ -19,9 +19,10 @@ initializer image and the sedna Python library depend on:
 Where we differ on purpose (the Go GM produces pods the API server rejects
 or silently loses credentials): distinct host paths whose names fold to the
 same volume name get distinct volume names; a mount path or a name is never
-added twice; an unknown scheme, an unparsable URL, a secret name no Secret can have and a
-secret without endpoint are errors; a missing secret is a `MissingReference` (callers
-wait for it and retry, as it may yet be created).
+added twice; an unknown scheme, an unparsable URL and a secret name no Secret can have
+are errors; a missing secret, or an S3 secret without its endpoint, is a
+`MissingReference` (callers wait and retry: creating or fixing the Secret cures it, no
+edit of the spec is needed).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ __all__ = [
     "HOST_PATH_PREFIX_ENV",
     "INDIRECT_URL_MARK",
     "INDIRECT_URL_MARK_ENV",
+    "REASON_SECRET_INCOMPLETE",
     "REASON_SECRET_NOT_FOUND",
     "STORAGE_INITIALIZER_NAME",
     "URLS_FIELD_SEP",
@@ -70,6 +72,7 @@ INDIRECT_URL_MARK_ENV = "INDIRECT_URL_MARK"
 DEFAULT_VOLUME_NAME = "sedna-default-volume-name"
 _DOWNLOAD_SCHEMES = ("s3", "http", "https")
 REASON_SECRET_NOT_FOUND = "SecretNotFound"
+REASON_SECRET_INCOMPLETE = "SecretIncomplete"  # e.g. an S3 Secret without its endpoint
 # what the API server accepts as a Secret's name (a DNS-1123 subdomain)
 _SECRET_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -162,7 +165,14 @@ def _resolve(
             try:
                 secret_envs = s3_secret_envs(secret, mode)
             except MissingEndpoint as exc:
-                raise job.error(m.secret_field, str(exc)) from None
+                # the Secret, not the spec, is incomplete: fixing the Secret cures it
+                raise MissingReference(
+                    job.key,
+                    m.secret_field,
+                    str(exc),
+                    kind=job.kind,
+                    reason=REASON_SECRET_INCOMPLETE,
+                ) from None
     return ResolvedURL(
         source=m,
         container_path=container_path,
