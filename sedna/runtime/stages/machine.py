@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -165,6 +166,7 @@ def recorded_pod(cond: Obj) -> str:
 _NOTED = ("reason", "message", "lastHeartbeatTime")
 _RETRY_REASON = "RetryAfterFailure"
 _INVALID_SPEC = "InvalidSpec"
+_PARSED_SPECS = 4096  # parsed specs kept (by job uid and generation), least recent dropped
 # How far along its stage a condition is, and where an LC report would put it.
 _CONDITION_RANK = {
     C.WAITING: 0,
@@ -255,6 +257,7 @@ class StageMachine(Controller):
         self.worker_type_label = f"{feature.kind.lower()}.{feature.resource.group}/worker-type"
         self._lock = threading.Lock()
         self._expect: dict[str, _Expectation] = {}
+        self._specs: OrderedDict[tuple[str, int], Any] = OrderedDict()  # see _parsed
         self._sent_nodes: dict[str, set[str]] = {}
         self.jobs.add_event_handler(
             ResourceEventHandlerFuncs(
@@ -491,7 +494,7 @@ class StageMachine(Controller):
             return None
         job = self.typed(cached)
         try:
-            spec = self.feature.parse_spec(job)
+            spec = self._parsed(job)
         except InvalidJob as exc:
             message = f"{exc.field}: {exc.reason}"
             self._report(job, _INVALID_SPEC, message, warning=True)
@@ -511,6 +514,27 @@ class StageMachine(Controller):
             self._report(job, exc.reason, exc.message, warning=True)
             self._note_on_latest(job, exc.reason, exc.message, initial=True)
             return None
+
+    def _parsed(self, job: Obj) -> Any:
+        """`feature.parse_spec`, once per spec generation: status writes and pod events
+        sync a job again and again with the same spec (the views are frozen and the
+        cached object they keep raw parts of is never changed)."""
+        meta = _meta(job)
+        generation = meta.get("generation")
+        if type(generation) is not int or generation <= 0:
+            return self.feature.parse_spec(job)  # no generation: nothing to key on
+        key = (str(meta.get("uid") or ""), generation)
+        with self._lock:
+            spec = self._specs.get(key)
+            if spec is not None:
+                self._specs.move_to_end(key)
+                return spec
+        spec = self.feature.parse_spec(job)
+        with self._lock:
+            self._specs[key] = spec
+            if len(self._specs) > _PARSED_SPECS:
+                self._specs.popitem(last=False)
+        return spec
 
     def _sync(self, key: str, job: Obj, spec: Any) -> Result | None:
         pending = _Pending()
