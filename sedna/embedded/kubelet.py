@@ -37,7 +37,7 @@ from typing import Any
 
 from loguru import logger
 
-from sedna.embedded.pod_logs import append_line, log_path
+from sedna.embedded.pod_logs import append_line, container_names, log_path, remove_pod_logs
 from sedna.embedded.scheduler import Scheduler
 from sedna.runtime.clock import Clock, RealClock
 from sedna.runtime.kube import NODES, PODS, ApiError, KubeClient, NotFound
@@ -260,8 +260,8 @@ class SimulatedKubelet:
         self.scheduler.call_soon(lambda: self._admit(copied))
 
     def _gone(self, pod: Mapping[str, Any]) -> None:
-        uid = str((pod.get("metadata") or {}).get("uid") or "")
-        self.scheduler.call_soon(lambda: self._forget(uid))
+        copied = _plain(pod)
+        self.scheduler.call_soon(lambda: self._forget(copied))
 
     # -- pod lifecycle (scheduler thread) ----------------------------------------------
 
@@ -297,12 +297,22 @@ class SimulatedKubelet:
         self._set_pending(p)
         self.scheduler.call_later(self.start_seconds, lambda: self._set_running(p))
 
-    def _forget(self, uid: str) -> None:
-        p = self._tracked.pop(uid, None)
+    def _forget(self, pod: Mapping[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        p = self._tracked.pop(str(meta.get("uid") or ""), None)
         if p is not None:
             p.done = True
             self._kill(p)
             logger.info("{}/kubelet: pod {} deleted", self.node, p.key)
+        if (pod.get("spec") or {}).get("nodeName") == self.node and self.log_dir is not None:
+            # a kubelet removes a deleted pod's container logs (after the kill: no writer
+            # is left); the events come in order, so a new pod of the same name is later
+            remove_pod_logs(
+                self.log_dir,
+                str(meta.get("namespace") or ""),
+                str(meta.get("name") or ""),
+                container_names(pod),
+            )
 
     def _maybe_bind(self, pod: Mapping[str, Any]) -> None:
         """Play the scheduler for a pod that names this node by hostname but is unbound."""

@@ -52,6 +52,7 @@ METRICS_TOKEN_FILE_NAME = "metrics-token"  # /metrics wants it as a bearer token
 API_TOKEN_FILE_NAME = "apiserver-token"  # the token the kubeconfig carries
 API_TOKENS_FILE_NAME = "apiserver-tokens"  # more tokens, one a line, read per request
 PKI_DIR_NAME = "pki"
+HOUSEKEEPING_SECONDS = 30.0  # how often the server expires Events and collects pods
 
 
 class EmbeddedMode:
@@ -95,6 +96,9 @@ class EmbeddedMode:
             tokens=[self._api_token()],
             token_source=file_token_provider(self.state_dir / API_TOKENS_FILE_NAME, optional=True),
             pki_dir=self.state_dir / PKI_DIR_NAME,
+            event_ttl=s.eventTTLSeconds,
+            terminated_pod_threshold=s.terminatedPodGCThreshold,
+            housekeeping_interval=HOUSEKEEPING_SECONDS,
         )
         try:
             server.start()

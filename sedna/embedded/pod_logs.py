@@ -4,15 +4,19 @@ A real API server answers `kubectl logs` by proxying pods/log to the kubelet of 
 pod's node. The embedded kubelet and server live in one process and share a
 directory instead (`<stateDir>/logs`): one file per container, named
 `<namespace>_<pod>_<container>.log`. Object names are DNS labels or subdomains and
-never hold "_", so the name cannot be ambiguous. The API server refuses other container
-names; `log_path` refuses any name with "/" or ".." (or empty) too, so an object that
-got past it, say from an older state directory, cannot point outside the directory.
+never hold "_", so the name cannot be ambiguous. A deleted pod's files go with it, as a
+kubelet removes a deleted pod's container logs (`remove_pod_logs`). The API server
+refuses other container names; `log_path` refuses any name with "/" or ".." (or
+empty) too, so an object that got past it, say from an older state directory, cannot
+point outside the directory.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 
 def log_path(log_dir: Path, namespace: str, pod: str, container: str) -> Path:
@@ -31,3 +35,30 @@ def append_line(log_dir: Path, namespace: str, pod: str, container: str, text: s
         log_dir.mkdir(parents=True, exist_ok=True)
         with open(log_path(log_dir, namespace, pod, container), "a", encoding="utf-8") as f:
             f.write(text.rstrip("\n") + "\n")
+
+
+def container_names(pod: Mapping[str, Any]) -> list[str]:
+    """The names of every container of a pod spec (init and ephemeral ones too)."""
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    names: list[str] = []
+    for field in ("initContainers", "containers", "ephemeralContainers"):
+        items = spec.get(field)
+        for c in items if isinstance(items, list) else ():
+            name = c.get("name") if isinstance(c, Mapping) else None
+            if isinstance(name, str) and name and name not in names:
+                names.append(name)
+    return names
+
+
+def remove_pod_logs(log_dir: Path, namespace: str, pod: str, containers: Iterable[str]) -> int:
+    """Delete the log files of a pod's containers; returns how many there were."""
+    removed = 0
+    for container in containers:
+        try:
+            log_path(log_dir, namespace, pod, container).unlink()
+        except (OSError, ValueError):
+            continue
+        removed += 1
+    return removed

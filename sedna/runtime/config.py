@@ -194,6 +194,10 @@ class EmbeddedConfig(_Section):
     stateDir: str = ".sedna-gm"
     simulate: SimulateConfig = Field(default_factory=SimulateConfig)
     apply: list[str] = Field(default_factory=list)
+    # kube-apiserver's --event-ttl (0: Events never expire)
+    eventTTLSeconds: float = Field(default=3600.0, ge=0)
+    # kube-controller-manager's --terminated-pod-gc-threshold (0: keep every one)
+    terminatedPodGCThreshold: int = Field(default=100, ge=0)
 
 
 class FeatureConfig(BaseModel):

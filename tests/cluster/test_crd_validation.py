@@ -113,7 +113,7 @@ def test_a_mistyped_field_is_a_422_in_kubes_words(client: ApiClient, sedna_refer
     assert status["details"]["causes"] == [
         {
             "reason": "FieldValueTypeInvalid",
-            "message": 'spec.dataset.trainProb: Invalid value: "string": spec.dataset.trainProb '
+            "message": 'Invalid value: "string": spec.dataset.trainProb '
             'in body must be of type number: "most"',
             "field": "spec.dataset.trainProb",
         }

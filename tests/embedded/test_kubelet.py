@@ -216,6 +216,47 @@ def test_deleted_pod_is_forgotten_and_its_process_killed(harness: Harness) -> No
     wait_for(lambda: proc.poll() is not None, "the process to be killed")
 
 
+def test_a_deleted_pods_logs_are_removed(harness: Harness) -> None:
+    """A kubelet removes a deleted pod's container logs; other pods' logs stay."""
+    assert harness.kubelet.log_dir is not None
+    for name in ("gone", "kept"):
+        harness.create(name)
+        harness.wait_phase(name, "Pending")
+    harness.step(1.0)
+    for name in ("gone", "kept"):
+        harness.wait_phase(name, "Running")
+    harness.step(3.0)
+    harness.wait_phase("gone", "Succeeded")
+    harness.wait_phase("kept", "Succeeded")
+    gone = harness.kubelet.log_dir / f"{harness.ns}_gone_c.log"
+    kept = harness.kubelet.log_dir / f"{harness.ns}_kept_c.log"
+    assert gone.exists() and kept.exists()
+    harness.kube.resource(PODS).delete(harness.ns, "gone")
+    wait_for(lambda: not gone.exists(), "the deleted pod's log to be removed")
+    assert kept.exists()
+
+
+def test_every_container_log_of_a_deleted_pod_goes(harness: Harness) -> None:
+    """Init containers' logs too; the kubelet's only handle is the pod it is told of."""
+    assert harness.kubelet.log_dir is not None
+    pods = harness.kube.resource(PODS)
+    pods.create(harness.ns, {
+        "metadata": {"name": "multi", "labels": {LABEL: "train"}},
+        "spec": {"nodeName": harness.node, "initContainers": [{"name": "i", "image": "x"}],
+                 "containers": [{"name": "c", "image": "x"}]},
+    })  # fmt: skip
+    harness.wait_phase("multi", "Pending")
+    harness.kubelet.log_dir.mkdir(parents=True, exist_ok=True)
+    files = [harness.kubelet.log_dir / f"{harness.ns}_multi_{c}.log" for c in ("i", "c")]
+    for f in files:
+        f.write_text("line\n")
+    other = harness.kubelet.log_dir / f"{harness.ns}_multi-2_c.log"  # a prefix, not the pod
+    other.write_text("line\n")
+    pods.delete(harness.ns, "multi")
+    wait_for(lambda: not any(f.exists() for f in files), "both logs to be removed")
+    assert other.exists()
+
+
 @pytest.mark.parametrize(("ran", "reports"), [(100.0, False), (1.0, True)])
 def test_resumed_worker_reports_only_if_its_report_was_not_due(
     kube: KubeClient, namespace: str, tmp_path: Path, ran: float, reports: bool

@@ -101,3 +101,73 @@ def test_a_node_without_training_workers_and_other_kinds_stay_quiet() -> None:
     assert edge2.rounds() == [3]  # exit_round defaults to 3
     play2.on_delete(cast(SimulatedLC, edge2), FL_KIND, "ns", "fl")
     assert play2.jobs == {}
+
+
+def _finished_job(status: dict[str, Any], generation: int = 1) -> dict[str, Any]:
+    job = _job(generation)
+    job["status"] = status
+    return job
+
+
+SUCCEEDED = {
+    "phase": "Succeeded",
+    "conditions": [
+        {"type": "Training", "status": "True", "message": "Round 3 reached"},
+        {"type": "Complete", "status": "True"},
+    ],
+}
+
+
+def test_a_job_the_gm_sends_finished_is_not_trained_again() -> None:
+    """After a restart the GM inserts every job again, the finished ones too."""
+    for status in (
+        SUCCEEDED,
+        {"phase": "Failed"},
+        {"conditions": [{"type": "Failed", "status": "True"}]},
+        {"conditions": [{"type": "Complete", "status": "True"}]},
+    ):
+        play = FederatedLearningPlay(round_seconds=1.0)
+        lc = _LC("edge1")
+        sim = cast(SimulatedLC, lc)
+        play.on_insert(sim, FL_KIND, "ns", "fl", _finished_job(status))
+        for _ in range(6):
+            lc.clock.step(1.0)
+            play.on_tick(sim)
+        assert play.on_worker_finished(sim, _train_pod())
+        assert lc.reports == [], status
+        assert play.jobs["ns/fl"].done
+
+
+def test_a_running_job_that_the_gm_then_sends_finished_stops() -> None:
+    play = FederatedLearningPlay(round_seconds=1.0)
+    lc = _LC("edge1")
+    sim = cast(SimulatedLC, lc)
+    play.on_insert(sim, FL_KIND, "ns", "fl", _job())
+    lc.clock.step(1.0)
+    play.on_tick(sim)
+    assert lc.rounds() == [1]
+    play.on_insert(sim, FL_KIND, "ns", "fl", _finished_job(SUCCEEDED))
+    lc.clock.step(5.0)
+    play.on_tick(sim)
+    play.on_worker_finished(sim, _train_pod())
+    assert lc.rounds() == [1]
+
+
+def test_status_that_is_not_finished_or_malformed_still_trains() -> None:
+    for status in (
+        {"phase": "Running"},
+        {"conditions": [{"type": "Complete", "status": "False"}]},
+        {"conditions": "Complete"},
+        {"conditions": [None, "Complete", {"type": "Complete"}]},
+        "Succeeded",
+        None,
+    ):
+        play = FederatedLearningPlay(round_seconds=1.0)
+        lc = _LC("edge1")
+        sim = cast(SimulatedLC, lc)
+        job = _job()
+        job["status"] = status
+        play.on_insert(sim, FL_KIND, "ns", "fl", job)
+        lc.clock.step(1.0)
+        play.on_tick(sim)
+        assert lc.rounds() == [1], status

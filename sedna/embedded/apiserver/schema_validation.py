@@ -52,7 +52,9 @@ class _Walk:
         self.unknown: list[str] = []
 
     def fail(self, reason: str, field: str, detail: str) -> None:
-        self.causes.append({"reason": reason, "message": f"{field}: {detail}", "field": field})
+        # kube's StatusCause: the error body alone in `message`, the path in `field`
+        # (kubectl prints `field: message`; the aggregate message joins the two once)
+        self.causes.append({"reason": reason, "message": detail, "field": field})
 
 
 def _type_name(value: Any) -> str:
@@ -264,7 +266,7 @@ def validate_custom_resource(
     if walk.causes:
         name = str((obj.get("metadata") or {}).get("name") or "")
         causes = walk.causes[:_MAX_CAUSES]
-        details = [c["message"] for c in causes]
+        details = [f"{c['field']}: {c['message']}" if c["field"] else c["message"] for c in causes]
         shown = details[0] if len(details) == 1 else "[" + ", ".join(details) + "]"
         raise APIError(
             422,

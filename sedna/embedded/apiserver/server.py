@@ -15,6 +15,7 @@ import secrets
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,6 +29,12 @@ from .bodies import MAX_BODY_BYTES
 from .faults import FaultInjector
 from .gc import GarbageCollector
 from .handlers import Handlers
+from .housekeeping import (
+    DEFAULT_EVENT_TTL,
+    DEFAULT_TERMINATED_POD_THRESHOLD,
+    Housekeeper,
+    SweepResult,
+)
 from .operations import Operations
 from .persistence import SQLitePersister
 from .requests import PROCESS_REQUESTS, RequestRecorder
@@ -90,6 +97,10 @@ class APIServer:
         token_source: Callable[[], Iterable[str]] | None = None,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         pki_dir: Path | None = None,
+        event_ttl: float = DEFAULT_EVENT_TTL,
+        terminated_pod_threshold: int = DEFAULT_TERMINATED_POD_THRESHOLD,
+        housekeeping_interval: float | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.host = host
         if not is_loopback(host):
@@ -122,6 +133,17 @@ class APIServer:
         # custom resources checked against their CRD's schema (schema_validation.py)
         self.ops = Operations(self.store, self.registry, schema_validation=schema_validation)
         self.gc = GarbageCollector(self.ops)
+        # Event TTL, terminated and orphaned pod GC, stale logs (housekeeping.py): every
+        # `housekeeping_interval` seconds on the loop when set, else by `sweep()` only
+        self.housekeeper = Housekeeper(
+            self.ops,
+            event_ttl=event_ttl,
+            terminated_pod_threshold=terminated_pod_threshold,
+            log_dir=pod_logs,
+            clock=clock,
+        )
+        self.housekeeping_interval = housekeeping_interval
+        self._sweep_timer: asyncio.TimerHandle | None = None
         # watch tuning; tests may lower these
         self.bookmark_interval = 1.0
         self.watch_timeout = 1800.0
@@ -218,8 +240,41 @@ class APIServer:
         sockets = getattr(server, "sockets", None) or []
         if sockets:
             self._port = sockets[0].getsockname()[1]
+        if self.housekeeping_interval:
+            self._schedule_sweep(self.housekeeping_interval)
+
+    # ---- housekeeping --------------------------------------------------------------
+    def sweep(self, now: datetime | None = None) -> SweepResult:
+        """Run every housekeeping sweep once, at `now` (the server's clock when None)."""
+        return self._call(lambda: self.housekeeper.sweep(now))
+
+    def _schedule_sweep(self, delay: float) -> None:
+        loop = self._loop
+        if loop is not None:
+            self._sweep_timer = loop.call_later(delay, self._periodic_sweep)
+
+    def _periodic_sweep(self) -> None:
+        self._sweep_timer = None
+        interval = self.housekeeping_interval or 0.0
+        more = False
+        try:
+            done = self.housekeeper.sweep()
+            more = done.more
+            if done.events or done.terminated_pods or done.orphaned_pods or done.logs:
+                logger.info(
+                    "embedded apiserver: housekeeping removed {} expired Event(s), {} "
+                    "terminated pod(s), {} orphaned pod(s), {} stale log file(s)",
+                    done.events, done.terminated_pods, done.orphaned_pods, done.logs,
+                )  # fmt: skip
+        except Exception as exc:  # a sweep that fails must not stop the next ones
+            logger.exception("embedded apiserver: housekeeping failed: {}", exc)
+        if interval > 0:
+            self._schedule_sweep(min(interval, 1.0) if more else interval)
 
     async def _shutdown(self) -> None:
+        if self._sweep_timer is not None:
+            self._sweep_timer.cancel()
+            self._sweep_timer = None
         self.hub.close_all()
         if self._runner is not None:
             await self._runner.cleanup()

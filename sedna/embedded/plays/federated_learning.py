@@ -9,6 +9,11 @@ reports one round every `round_seconds`, up to the round before the aggregator's
 on this node it reports the last round with the model's metrics. A spec change (new
 generation) starts the rounds again, as the GM rebuilds the workers.
 
+A job the GM sends already finished (a Complete or Failed condition, or phase
+Succeeded/Failed: the GM inserts every job again when an LC reconnects, e.g. after a
+restart) is kept but not trained: its workers are gone and the GM records no more
+rounds for it, so reporting them again would only repeat "round 1/3" in the log.
+
 Every training node's LC reports every round, as on a real cluster; the GM records each
 round once.
 """
@@ -27,6 +32,8 @@ from sedna.embedded.lc import SimulatedLC
 FL_KIND = "federatedlearningjob"
 DEFAULT_EXIT_ROUND = 3
 MAX_EXIT_ROUND = 1000
+FINISHED_PHASES = ("Succeeded", "Failed")
+FINISHED_CONDITIONS = ("Complete", "Failed")
 
 
 @dataclass
@@ -60,6 +67,22 @@ def _exit_round(obj: Mapping[str, Any]) -> int:
     return DEFAULT_EXIT_ROUND
 
 
+def _finished(obj: Mapping[str, Any]) -> bool:
+    """Whether the GM's status says the job is over (Sedna's `IsJobFinished`, or the phase)."""
+    status = obj.get("status")
+    if not isinstance(status, Mapping):
+        return False
+    if status.get("phase") in FINISHED_PHASES:
+        return True
+    conds = status.get("conditions")
+    return isinstance(conds, list) and any(
+        isinstance(c, Mapping)
+        and c.get("type") in FINISHED_CONDITIONS
+        and c.get("status") == "True"
+        for c in conds
+    )
+
+
 def _workers_on(obj: Mapping[str, Any], node: str) -> int:
     count = 0
     for w in (obj.get("spec") or {}).get("trainingWorkers") or []:
@@ -91,8 +114,11 @@ class FederatedLearningPlay:
         key = f"{namespace}/{name}"
         generation = int((obj.get("metadata") or {}).get("generation") or 1)
         known = self.jobs.get(key)
-        if known is not None and known.generation == generation:
+        finished = _finished(obj)
+        if known is not None and (known.generation == generation or (finished and known.done)):
             known.workers_here = _workers_on(obj, lc.node)
+            if finished:
+                known.done = True
             return
         spec = obj.get("spec") or {}
         job = _Job(
@@ -105,6 +131,14 @@ class FederatedLearningPlay:
             lc.clock.now(),
         )
         self.jobs[key] = job
+        if finished:
+            job.done = True
+            job.reported = job.exit_round
+            logger.info(
+                "{}/lc: federated learning job {} received, already finished: nothing to train",
+                lc.node, key,
+            )  # fmt: skip
+            return
         logger.info(
             "{}/lc: federated learning job {} received: {} training worker(s) here, {} rounds",
             lc.node, key, job.workers_here, job.exit_round,
