@@ -27,6 +27,7 @@ from typing import Any
 from loguru import logger
 
 from sedna.embedded.apiserver import APIServer
+from sedna.embedded.apiserver.housekeeping import DEFAULT_INTERVAL as HOUSEKEEPING_INTERVAL
 from sedna.embedded.crds import crd_manifests
 from sedna.embedded.deployments import DeploymentController
 from sedna.embedded.kubelet import SimulatedKubelet
@@ -52,7 +53,6 @@ METRICS_TOKEN_FILE_NAME = "metrics-token"  # /metrics wants it as a bearer token
 API_TOKEN_FILE_NAME = "apiserver-token"  # the token the kubeconfig carries
 API_TOKENS_FILE_NAME = "apiserver-tokens"  # more tokens, one a line, read per request
 PKI_DIR_NAME = "pki"
-HOUSEKEEPING_SECONDS = 30.0  # how often the server expires Events and collects pods
 
 
 class EmbeddedMode:
@@ -98,7 +98,7 @@ class EmbeddedMode:
             pki_dir=self.state_dir / PKI_DIR_NAME,
             event_ttl=s.eventTTLSeconds,
             terminated_pod_threshold=s.terminatedPodGCThreshold,
-            housekeeping_interval=HOUSEKEEPING_SECONDS,
+            housekeeping_interval=HOUSEKEEPING_INTERVAL,
         )
         try:
             server.start()

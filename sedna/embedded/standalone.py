@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sedna.embedded.apiserver import APIServer
+from sedna.embedded.apiserver.housekeeping import DEFAULT_INTERVAL as HOUSEKEEPING_INTERVAL
 from sedna.embedded.crds import crd_manifests
 from sedna.embedded.manifests import create_if_absent, load_manifests
 from sedna.runtime.kube import KubeClient, api_client_from_config
@@ -36,7 +37,8 @@ def serve(
     if state_dir is not None:
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         db = state_dir / STATE_DB_NAME
-    server = APIServer(address, port, db_path=db)
+    # kube-apiserver's Event TTL and PodGC, as in embedded mode (`housekeeping.py`)
+    server = APIServer(address, port, db_path=db, housekeeping_interval=HOUSEKEEPING_INTERVAL)
     server.start()
     try:
         for crd in crd_manifests():

@@ -46,6 +46,7 @@ DEFAULT_EVENT_TTL = 3600.0
 DEFAULT_TERMINATED_POD_THRESHOLD = 100
 DEFAULT_ORPHAN_QUARANTINE = 40.0  # PodGC's quarantineTime
 DEFAULT_BATCH = 500
+DEFAULT_INTERVAL = 30.0  # seconds between sweeps of a server that runs them itself
 _DELETE = {"propagationPolicy": "Background"}
 
 
