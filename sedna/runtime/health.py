@@ -153,7 +153,10 @@ class GatedHTTPServer:
                         with contextlib.suppress(OSError):
                             self._wake_r.recv(64)
                     else:
-                        self._read(self._pending[key.fileobj])  # type: ignore[index]
+                        # an accept earlier in this round may have evicted it already
+                        conn = self._pending.get(key.fileobj)  # type: ignore[call-overload]
+                        if conn is not None:
+                            self._read(conn)
                 self._expire()
         finally:
             for conn in list(self._pending.values()):

@@ -304,3 +304,21 @@ def test_auth_none_serves_metrics_to_anyone() -> None:
         assert get(server.port, "/metrics")[0] == 200
     finally:
         server.stop()
+
+
+def test_a_connection_evicted_while_it_is_readable_does_not_stop_the_listener(
+    health: HealthServer,
+) -> None:
+    """An accept that evicts a connection whose bytes arrived in the same round: the
+    listener goes on (it used to look the evicted one up and die, probes and all)."""
+    peers: list[socket.socket] = []
+    try:
+        for _ in range(40):
+            for s in peers[-8:]:
+                with contextlib.suppress(OSError):
+                    s.sendall(b"a")  # readable in the next round
+            peers.append(slow(health.port, "127.0.0.2"))  # at the limit: evicts the oldest
+        assert raw(health.port, b"GET /healthz HTTP/1.0\r\n\r\n").startswith(b"HTTP/1.0 200")
+    finally:
+        for s in peers:
+            s.close()
