@@ -65,6 +65,18 @@ def _node_token_provider(
     return node_token_provider(get_secret, ws.nodeTokenNamespace)
 
 
+def _secret_reader(kube: KubeClient) -> Callable[[str, str], Mapping[str, Any] | None]:
+    """A Secret read from the API (None when it does not exist), for a token source."""
+
+    def get_secret(namespace: str, name: str) -> Mapping[str, Any] | None:
+        try:
+            return kube.resource(SECRETS).get(namespace, name)
+        except NotFound:
+            return None
+
+    return get_secret
+
+
 def _node_addresses(config: GMConfig, kube: KubeClient) -> Callable[[str], list[str]] | None:
     if not config.websocket.nodeAddressBinding:
         return None
@@ -87,14 +99,7 @@ def _token_provider(config: GMConfig, kube: KubeClient) -> Callable[[], Iterable
     if ws.tokenFile:
         return file_token_provider(ws.tokenFile)
     if ws.tokenSecret:
-
-        def get_secret(namespace: str, name: str) -> Mapping[str, Any] | None:
-            try:
-                return kube.resource(SECRETS).get(namespace, name)
-            except NotFound:
-                return None
-
-        return secret_token_provider(get_secret, ws.tokenSecret)
+        return secret_token_provider(_secret_reader(kube), ws.tokenSecret)
     raise ValueError(
         "websocket.auth is token but neither websocket.tokenFile nor websocket.tokenSecret "
         "is set (set one, or choose websocket.auth: none for Sedna's unauthenticated LCs)"
@@ -111,14 +116,9 @@ def _metrics_authenticator(
     if m.tokenFile:
         return BearerAuthenticator(file_tokens(m.tokenFile))
     if m.tokenSecret:
-
-        def get_secret(namespace: str, name: str) -> Mapping[str, Any] | None:
-            try:
-                return kube.resource(SECRETS).get(namespace, name)
-            except NotFound:
-                return None
-
-        return BearerAuthenticator(secret_tokens(get_secret, m.tokenSecret, now=clock.now))
+        return BearerAuthenticator(
+            secret_tokens(_secret_reader(kube), m.tokenSecret, now=clock.now)
+        )
     raise ValueError(
         "metrics.auth is token but neither metrics.tokenFile nor metrics.tokenSecret is set "
         "(set one, or choose metrics.auth: none to serve /metrics to anyone who reaches it)"

@@ -12,8 +12,6 @@ tokens costs the API nothing.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import os
 import re
 import threading
@@ -22,7 +20,7 @@ from typing import Any
 
 from loguru import logger
 
-from sedna.runtime.messaging.auth import parse_tokens, token_valid
+from sedna.runtime.messaging.auth import parse_tokens, secret_text, token_valid
 
 TokenSource = Callable[[], Iterable[str]]
 SECRET_KEY = "token"
@@ -104,18 +102,10 @@ def secret_tokens(
         if secret is None:
             problem("not found")
             return frozenset()
-        data = secret.get("data") or {}
-        string_data = secret.get("stringData") or {}
-        if isinstance(data, Mapping) and isinstance(data.get(SECRET_KEY), str):
-            try:
-                text = base64.b64decode(data[SECRET_KEY], validate=True).decode("utf-8")
-            except (binascii.Error, ValueError):
-                problem(f"key {SECRET_KEY!r} is not valid base64 UTF-8")
-                return frozenset()
-        elif isinstance(string_data, Mapping) and isinstance(string_data.get(SECRET_KEY), str):
-            text = string_data[SECRET_KEY]
-        else:
-            problem(f"has no key {SECRET_KEY!r}")
+        try:
+            text = secret_text(secret, SECRET_KEY)
+        except ValueError as exc:
+            problem(str(exc))
             return frozenset()
         tokens = parse_tokens(text)
         problem(None if tokens else f"key {SECRET_KEY!r} is empty")

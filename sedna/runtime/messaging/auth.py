@@ -122,6 +122,21 @@ def _split_ref(ref: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
+def secret_text(secret: Mapping[str, Any], key: str) -> str:
+    """The text under `key` of a Secret, as the API serves it (base64 `data`) or as it
+    was written (`stringData`); ValueError saying what is wrong with it."""
+    data = secret.get("data") or {}
+    string_data = secret.get("stringData") or {}
+    if isinstance(data, Mapping) and isinstance(data.get(key), str):
+        try:
+            return base64.b64decode(data[key], validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            raise ValueError(f"key {key!r} is not valid base64 UTF-8") from None
+    if isinstance(string_data, Mapping) and isinstance(string_data.get(key), str):
+        return str(string_data[key])
+    raise ValueError(f"has no key {key!r}")
+
+
 def secret_token_provider(
     get_secret: Callable[[str, str], Mapping[str, Any] | None], ref: str
 ) -> Callable[[], frozenset[str]]:
@@ -146,20 +161,10 @@ def secret_token_provider(
         if secret is None:
             problem("not found; every LC is refused")
             return frozenset()
-        data = secret.get("data") or {}
-        string_data = secret.get("stringData") or {}
-        if isinstance(data, Mapping) and isinstance(data.get(SECRET_TOKEN_KEY), str):
-            try:
-                text = base64.b64decode(data[SECRET_TOKEN_KEY], validate=True).decode("utf-8")
-            except (binascii.Error, ValueError):
-                problem(f"key {SECRET_TOKEN_KEY!r} is not valid base64 UTF-8")
-                return frozenset()
-        elif isinstance(string_data, Mapping) and isinstance(
-            string_data.get(SECRET_TOKEN_KEY), str
-        ):
-            text = string_data[SECRET_TOKEN_KEY]
-        else:
-            problem(f"has no key {SECRET_TOKEN_KEY!r}; every LC is refused")
+        try:
+            text = secret_text(secret, SECRET_TOKEN_KEY)
+        except ValueError as exc:
+            problem(f"{exc}; every LC is refused")
             return frozenset()
         tokens = parse_tokens(text)
         problem(None if tokens else f"key {SECRET_TOKEN_KEY!r} is empty; every LC is refused")
