@@ -20,7 +20,12 @@ from typing import Any
 
 from loguru import logger
 
-from sedna.runtime.messaging.auth import parse_tokens, secret_text, token_valid
+from sedna.runtime.messaging.auth import (
+    file_token_provider,
+    parse_tokens,
+    secret_text,
+    token_valid,
+)
 
 TokenSource = Callable[[], Iterable[str]]
 SECRET_KEY = "token"
@@ -48,32 +53,9 @@ class _Problems:
 
 
 def file_tokens(path: str | os.PathLike[str]) -> TokenSource:
-    """Tokens from a file (one a line), re-read when its mtime, size or inode changes.
-
-    A mounted Secret is updated by swapping a symlink, which changes the inode, so a
-    rotation is seen on the next scrape. An unreadable file is no token.
-    """
-    lock = threading.Lock()
-    state: dict[str, Any] = {"sig": None, "tokens": frozenset()}
-    problem = _Problems(f"file {path}")
-
-    def provide() -> frozenset[str]:
-        with lock:
-            try:
-                st = os.stat(path)
-                sig = (st.st_mtime_ns, st.st_size, st.st_ino)
-                if sig != state["sig"]:
-                    with open(path, encoding="utf-8") as fh:
-                        tokens = parse_tokens(fh.read())
-                    state.update(sig=sig, tokens=tokens)
-                    problem(None if tokens else "holds no token")
-            except (OSError, UnicodeDecodeError) as exc:
-                problem(f"cannot be read ({type(exc).__name__})")
-                state.update(sig=None, tokens=frozenset())
-            tokens_now: frozenset[str] = state["tokens"]
-            return tokens_now
-
-    return provide
+    """Tokens from a file (one a line), re-read when it changes (a mounted Secret's
+    rotation swaps a symlink: the inode changes); an unreadable file is no token."""
+    return file_token_provider(path, what="metrics token file")
 
 
 def secret_tokens(

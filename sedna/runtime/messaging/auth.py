@@ -80,7 +80,7 @@ def parse_tokens(text: str) -> frozenset[str]:
 
 
 def file_token_provider(
-    path: str | os.PathLike[str], *, optional: bool = False
+    path: str | os.PathLike[str], *, optional: bool = False, what: str = "websocket token file"
 ) -> Callable[[], frozenset[str]]:
     """Tokens from a file, re-read whenever the file changes (mtime, size or inode).
 
@@ -88,7 +88,7 @@ def file_token_provider(
     inode that `os.stat` sees, so rotation is picked up on the next connection. An
     unreadable file yields no tokens (every LC is refused) and is logged once per
     change of state, not once per connection attempt; with `optional`, a file that
-    does not exist is no tokens and nothing to log.
+    does not exist is no tokens and nothing to log. `what` names the file in the log.
     """
     lock = threading.Lock()
     state: dict[str, Any] = {"sig": None, "tokens": frozenset(), "error": None}
@@ -102,12 +102,12 @@ def file_token_provider(
                     with open(path, encoding="utf-8") as fh:
                         tokens = parse_tokens(fh.read())
                     if not tokens:
-                        logger.error("websocket token file {} holds no token", path)
+                        logger.error("{} {} holds no token", what, path)
                     state.update(sig=sig, tokens=tokens, error=None)
             except (OSError, UnicodeDecodeError) as exc:
                 err = type(exc).__name__
                 if state["error"] != err and not (optional and isinstance(exc, FileNotFoundError)):
-                    logger.error("cannot read websocket token file {}: {}", path, err)
+                    logger.error("cannot read {} {}: {}", what, path, err)
                 state.update(sig=None, tokens=frozenset(), error=err)
             tokens_now: frozenset[str] = state["tokens"]
             return tokens_now
