@@ -54,3 +54,37 @@ def test_the_licence_ships_in_the_sdist_and_the_wheel(tmp_path: Path) -> None:
         metadata = wheel.read(f"{dist_info}/METADATA").decode()
     assert "License-Expression: Apache-2.0" in metadata
     assert "License-File: LICENSE" in metadata
+
+
+PLUGINS = sorted((ROOT / "plugins").glob("**/pyproject.toml"))
+
+
+def test_every_plugin_distribution_ships_the_licence_it_declares() -> None:
+    """Each first-party plugin is a distribution of its own: its metadata says Apache-2.0,
+    so its sdist and wheel carry the licence text too (the root's, byte for byte)."""
+    assert len(PLUGINS) == 10
+    licence = (ROOT / "LICENSE").read_bytes()
+    for pyproject in PLUGINS:
+        text = pyproject.read_text()
+        assert 'license = "Apache-2.0"' in text, pyproject
+        assert 'license-files = ["LICENSE"]' in text, pyproject
+        assert (pyproject.parent / "LICENSE").read_bytes() == licence, pyproject
+
+
+def test_a_plugin_wheel_carries_the_licence(tmp_path: Path) -> None:
+    plugin = ROOT / "plugins" / "contrib" / "dataset"
+    src = tmp_path / "src"
+    shutil.copytree(plugin, src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    out = tmp_path / "dist"
+    built = subprocess.run(
+        [sys.executable, "-c", BUILD, str(out)],
+        cwd=src,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    wheel_name = built.stdout.rsplit("built:", 1)[1].split()[1]
+    with zipfile.ZipFile(out / wheel_name) as wheel:
+        (dist_info,) = {n.split("/")[0] for n in wheel.namelist() if ".dist-info/" in n}
+        assert wheel.read(f"{dist_info}/licenses/LICENSE") == (ROOT / "LICENSE").read_bytes()
