@@ -21,6 +21,7 @@ from typing import Any
 from loguru import logger
 
 from sedna.runtime.messaging.auth import (
+    ProblemLog,
     file_token_provider,
     parse_tokens,
     secret_text,
@@ -33,23 +34,6 @@ SECRET_TTL_SECONDS = 10.0
 # RFC 6750 token68, and no longer than any token worth checking
 _BEARER = re.compile(r"Bearer ([A-Za-z0-9\-._~+/]+=*)", re.IGNORECASE)
 MAX_AUTHORIZATION_CHARS = 4096
-
-
-class _Problems:
-    """Logs a problem once per change of state, not once per scrape."""
-
-    def __init__(self, what: str) -> None:
-        self._what = what
-        self._last: str | None = None
-        self._lock = threading.Lock()
-
-    def __call__(self, text: str | None) -> None:
-        with self._lock:
-            if text is not None and text != self._last:
-                logger.error(
-                    "metrics token {}: {}; /metrics refuses every scraper", self._what, text
-                )
-            self._last = text
 
 
 def file_tokens(path: str | os.PathLike[str]) -> TokenSource:
@@ -73,7 +57,7 @@ def secret_tokens(
     namespace, _, name = ref.partition("/")
     lock = threading.Lock()
     state: dict[str, Any] = {"at": None, "tokens": frozenset()}
-    problem = _Problems(f"Secret {ref}")
+    problem = ProblemLog(f"metrics token Secret {ref}", "/metrics refuses every scraper")
 
     def read() -> frozenset[str] | None:
         try:

@@ -122,6 +122,25 @@ def _split_ref(ref: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
+class ProblemLog:
+    """Logs a token source's problem once per change of state, not once per request.
+
+    `None` says the source is fine again, so the same problem coming back is logged anew.
+    """
+
+    def __init__(self, what: str, consequence: str) -> None:
+        self._what = what
+        self._consequence = consequence
+        self._last: str | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str | None) -> None:
+        with self._lock:
+            if text is not None and text != self._last:
+                logger.error("{}: {}; {}", self._what, text, self._consequence)
+            self._last = text
+
+
 def secret_text(secret: Mapping[str, Any], key: str) -> str:
     """The text under `key` of a Secret, as the API serves it (base64 `data`) or as it
     was written (`stringData`); ValueError saying what is wrong with it."""
@@ -147,27 +166,20 @@ def secret_token_provider(
     called on every connection attempt, so it should read a cache such as a lister.
     """
     namespace, name = _split_ref(ref)
-    lock = threading.Lock()
-    last_problem: list[str | None] = [None]
-
-    def problem(text: str | None) -> None:
-        with lock:
-            if text is not None and text != last_problem[0]:
-                logger.error("websocket token secret {}/{}: {}", namespace, name, text)
-            last_problem[0] = text
+    problem = ProblemLog(f"websocket token secret {namespace}/{name}", "every LC is refused")
 
     def provide() -> frozenset[str]:
         secret = get_secret(namespace, name)
         if secret is None:
-            problem("not found; every LC is refused")
+            problem("not found")
             return frozenset()
         try:
             text = secret_text(secret, SECRET_TOKEN_KEY)
         except ValueError as exc:
-            problem(f"{exc}; every LC is refused")
+            problem(str(exc))
             return frozenset()
         tokens = parse_tokens(text)
-        problem(None if tokens else f"key {SECRET_TOKEN_KEY!r} is empty; every LC is refused")
+        problem(None if tokens else f"key {SECRET_TOKEN_KEY!r} is empty")
         return tokens
 
     return provide
