@@ -104,24 +104,20 @@ def test_sedna_features_returning_none_names_the_plugin(
     )
 
 
-def test_sedna_configure_container_raising_is_a_startup_error(
-    use_plugins: UsePlugins, apiserver: Any, tmp_path: Path
+@pytest.mark.parametrize(
+    ("hook", "line"),
+    [
+        ("configure", "sedna_configure_container failed: ValueError: configure boom"),
+        ("startup", "sedna_startup failed: KeyError: 'startup boom'"),
+    ],
+    ids=["configure_container", "startup"],
+)
+def test_a_startup_hook_raising_is_a_startup_error(
+    use_plugins: UsePlugins, apiserver: Any, tmp_path: Path, hook: str, line: str
 ) -> None:
     path = use_plugins("faulty")
-    proc = run_cli(path, "configure", gm_config(tmp_path, apiserver), tmp_path)
-    assert error_line(proc) == (
-        "sedna-gm: plugin faulty: sedna_configure_container failed: ValueError: configure boom"
-    )
-
-
-def test_sedna_startup_raising_is_a_startup_error(
-    use_plugins: UsePlugins, apiserver: Any, tmp_path: Path
-) -> None:
-    path = use_plugins("faulty")
-    proc = run_cli(path, "startup", gm_config(tmp_path, apiserver), tmp_path)
-    assert error_line(proc) == (
-        "sedna-gm: plugin faulty: sedna_startup failed: KeyError: 'startup boom'"
-    )
+    proc = run_cli(path, hook, gm_config(tmp_path, apiserver), tmp_path)
+    assert error_line(proc) == f"sedna-gm: plugin faulty: {line}"
 
 
 def test_a_plugin_hook_wrapper_is_refused() -> None:

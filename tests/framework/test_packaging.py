@@ -21,14 +21,8 @@ print("built:", sdist, wheel)
 """
 
 
-def test_the_licence_ships_in_the_sdist_and_the_wheel(tmp_path: Path) -> None:
-    # Built from a copy: setuptools writes build/ and egg-info next to the sources.
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy(ROOT / name, src / name)
-    shutil.copytree(ROOT / "sedna", src / "sedna", ignore=shutil.ignore_patterns("__pycache__"))
-    out = tmp_path / "dist"
+def build(src: Path, out: Path) -> tuple[str, str]:
+    """The sdist and the wheel of the project at `src`, built into `out` (their names)."""
     built = subprocess.run(
         [sys.executable, "-c", BUILD, str(out)],
         cwd=src,
@@ -38,6 +32,18 @@ def test_the_licence_ships_in_the_sdist_and_the_wheel(tmp_path: Path) -> None:
     )
     assert built.returncode == 0, built.stdout + built.stderr
     sdist_name, wheel_name = built.stdout.rsplit("built:", 1)[1].split()
+    return sdist_name, wheel_name
+
+
+def test_the_licence_ships_in_the_sdist_and_the_wheel(tmp_path: Path) -> None:
+    # Built from a copy: setuptools writes build/ and egg-info next to the sources.
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(ROOT / "sedna", src / "sedna", ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "dist"
+    sdist_name, wheel_name = build(src, out)
     licence = (ROOT / "LICENSE").read_text()
     assert "Apache License" in licence and "Version 2.0, January 2004" in licence
 
@@ -76,15 +82,7 @@ def test_a_plugin_wheel_carries_the_licence(tmp_path: Path) -> None:
     src = tmp_path / "src"
     shutil.copytree(plugin, src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     out = tmp_path / "dist"
-    built = subprocess.run(
-        [sys.executable, "-c", BUILD, str(out)],
-        cwd=src,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stdout + built.stderr
-    wheel_name = built.stdout.rsplit("built:", 1)[1].split()[1]
+    _, wheel_name = build(src, out)
     with zipfile.ZipFile(out / wheel_name) as wheel:
         (dist_info,) = {n.split("/")[0] for n in wheel.namelist() if ".dist-info/" in n}
         assert wheel.read(f"{dist_info}/licenses/LICENSE") == (ROOT / "LICENSE").read_bytes()
