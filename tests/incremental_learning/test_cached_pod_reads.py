@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dependency_injector import providers
+from support.waiting import wait_until
 
 from sedna.runtime import RuntimeContainer, SharedInformerFactory, hookimpl
 from sedna.runtime.informers import worker_pod_transform
@@ -152,7 +153,9 @@ def test_two_cycles_read_no_field_the_worker_pod_transform_drops(
         start_sample_job(api, sedna_reference)
         (infer,) = api.live_pods("inference")
         assert env_of(infer)  # the API's pod is whole; only the cache is trimmed
-        cached = gm.controller.pods.lister.get(api.ns, infer["metadata"]["name"])
+        name = infer["metadata"]["name"]
+        # the API has the pod; the GM's watch brings it to the cache a moment later
+        cached = wait_until(lambda: gm.controller.pods.lister.get(api.ns, name), what="cached pod")
         assert isinstance(cached, Recording) and "containers" not in dict(cached["spec"])
         api.set_phase(infer["metadata"]["name"], "Running")
         for cycle in (1, 2):
