@@ -27,8 +27,11 @@ off), ``gm-no-events`` (recorder replaced by a no-op), ``gm-mutation-detector``
 when kopf is installed: it is a bench-only dependency, ``pip install kopf``).
 
 Each variant runs ``--repeat`` times (3) against one server, each time in a fresh
-namespace; the median run by jobs/s is recorded. The controller's CPU is counted
-until its process is idle again, so Events still queued at the end are included.
+namespace, the variants taking turns (gm, lean, kopf, gm, ...) so that a slow spell
+of the shared machine falls on all of them; the median run by jobs/s is recorded,
+with the controller's CPU per job as the median over all runs.
+The controller's CPU is counted until its process is idle again, so Events still
+queued at the end are included.
 
 Run: `python bench/bench_reconcile.py [--jobs N] [--writers T] [--workers W]
 [--variants gm,lean,...] [--repeat R] [--threads] [--profile]`. Prints a table and writes
@@ -36,7 +39,8 @@ Run: `python bench/bench_reconcile.py [--jobs N] [--writers T] [--workers W]
 merged, top functions printed; the figures of a profiled run are not comparable).
 ``--threads`` adds, for gm and lean, the CPU ms and the context switches per job of each
 controller thread (from /proc, 10 ms ticks, so ±0.02 ms/job at 500 jobs), read after the
-measured window.
+measured window, and the breakdown of ``sync_breakdown``: the thread CPU of each API
+request and of each sync's own Python, per call and per job.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ import multiprocessing as mp
 import os
 import platform
 import queue
+import statistics
 import sys
 import tempfile
 import threading
@@ -211,13 +216,31 @@ def _thread_cpu() -> dict[str, tuple[float, int]]:
 
 
 def _write_thread_cpu(before: dict[str, tuple[float, int]], path: str) -> None:
-    """The CPU and switches of each thread since ``before``, as JSON at ``path``."""
+    """The CPU and switches of each thread since ``before``, and the request/sync
+    breakdown (``sync_breakdown``), as JSON at ``path``."""
     if path:
+        import sync_breakdown
+
         used: dict[str, tuple[float, int]] = {}
         for n, (cpu, switches) in _thread_cpu().items():
             cpu0, switches0 = before.get(n, (0.0, 0))
             used[n] = (round(cpu - cpu0, 4), switches - switches0)
-        Path(path).write_text(json.dumps(used))
+        doc = {"threads": used, "breakdown": sync_breakdown.snapshot()}
+        Path(path).write_text(json.dumps(doc))
+
+
+def _reset_breakdown() -> dict[str, tuple[float, int]]:
+    """Start the measured window: per-thread CPU now, breakdown totals from zero."""
+    if "sync_breakdown" in sys.modules:
+        sys.modules["sync_breakdown"].reset()
+    return _thread_cpu()
+
+
+def _start_breakdown(threads_out: str) -> None:
+    if threads_out:
+        import sync_breakdown
+
+        sync_breakdown.install()
 
 
 def _run_gm(
@@ -259,6 +282,7 @@ def _run_gm(
             "features": features,
         }
     )
+    _start_breakdown(threads_out)
     container = RuntimeContainer(config=config)
     container.api_client.override(providers.Object(embedded_server.client(url)))
     if variant == "gm-no-events":
@@ -268,7 +292,7 @@ def _run_gm(
         config, container=container, extra_plugins={il_plugin.FEATURE_NAME: il_plugin}
     )
     manager.start()
-    before = _thread_cpu()
+    before = _reset_breakdown()
     ready_q.put(os.getpid())
     stop.wait()
     _write_thread_cpu(before, threads_out)
@@ -288,6 +312,7 @@ def _run_lean(
         KubeClient,
     )
 
+    _start_breakdown(threads_out)
     kube = KubeClient(embedded_server.client(url))
     jobs, pods = kube.resource(INCREMENTAL_LEARNING_JOBS), kube.resource(PODS)
     work: queue.Queue[dict[str, Any] | None] = queue.Queue()
@@ -322,7 +347,7 @@ def _run_lean(
     for t in threads:
         t.start()
     time.sleep(0.5)  # the watch is open
-    before = _thread_cpu()
+    before = _reset_breakdown()
     ready_q.put(os.getpid())
     stop.wait()
     _write_thread_cpu(before, threads_out)
@@ -487,8 +512,10 @@ def _run_variant(
         proc.kill()
     done = args.jobs if finished else progress.count()
     per_thread: dict[str, list[float]] = {}
+    breakdown: dict[str, list[float]] = {}
     if threads_out and os.path.exists(threads_out):
-        per_thread = json.loads(Path(threads_out).read_text())
+        doc = json.loads(Path(threads_out).read_text())
+        per_thread, breakdown = doc["threads"], doc["breakdown"]
         os.unlink(threads_out)
     time.sleep(0.5)  # queued events (recorder, kopf's posting) reach the server
     events = len(kube.resource(EVENTS).list(ns)["items"])
@@ -520,6 +547,23 @@ def _run_variant(
                 },
             }
             if per_thread
+            else {}
+        ),
+        **(
+            {
+                # thread CPU of each API request and of each sync's own Python (its
+                # requests taken out): per call in µs, and per job in ms
+                "breakdown_us_per_call": {
+                    n: round(c / max(k, 1) * 1e6, 1) for n, (k, c) in sorted(breakdown.items())
+                },
+                "breakdown_calls_per_job": {
+                    n: round(k / max(done, 1), 2) for n, (k, _) in sorted(breakdown.items())
+                },
+                "breakdown_ms_per_job": {
+                    n: round(c / max(done, 1) * 1e3, 3) for n, (_, c) in sorted(breakdown.items())
+                },
+            }
+            if breakdown
             else {}
         ),
     }
@@ -573,15 +617,19 @@ def main() -> int:
         warm.start()
         warm_q.get(timeout=120)
         warm.join(10)
-        for variant in variants:
-            runs = []
-            for _ in range(args.repeat):
-                runs.append(_run_variant(ctx, url, server_pid, variant, args))
-                print(f"{variant}: {runs[-1]}", file=sys.stderr, flush=True)
+        # round-robin, so that a slow spell of the machine falls on every variant alike
+        all_runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+        for _ in range(args.repeat):
+            for variant in variants:
+                all_runs[variant].append(_run_variant(ctx, url, server_pid, variant, args))
+                print(f"{variant}: {all_runs[variant][-1]}", file=sys.stderr, flush=True)
+        for variant, runs in all_runs.items():
             runs.sort(key=lambda r: r["jobs_per_s"])
             results[variant] = r = dict(runs[len(runs) // 2])  # the median run by jobs/s
             r["jobs_per_s_runs"] = [x["jobs_per_s"] for x in runs]
             r["controller_cpu_ms_per_job_runs"] = [x["controller_cpu_ms_per_job"] for x in runs]
+            # the CPU figure is the median over the runs, not the median run's own
+            r["controller_cpu_ms_per_job"] = statistics.median(r["controller_cpu_ms_per_job_runs"])
     finally:
         server_stop.set()
         server.join(10)
@@ -599,6 +647,16 @@ def main() -> int:
                 r["x_kopf_cpu"] = round(
                     kopf["controller_cpu_ms_per_job"] / r["controller_cpu_ms_per_job"], 2
                 )
+    # issue 16's target 4: gm at most 1/3 of kopf's CPU per job, gm-no-events at most
+    # 1.6x the lean loop's (each from the median CPU of its runs)
+    targets: dict[str, Any] = {}
+    if kopf and "gm" in results:
+        share = results["gm"]["controller_cpu_ms_per_job"] / kopf["controller_cpu_ms_per_job"]
+        targets["gm_cpu_share_of_kopf"] = {"value": round(share, 2), "target": "<= 0.33"}
+    if "lean" in results and "gm-no-events" in results:
+        lean = results["lean"]["controller_cpu_ms_per_job"]
+        times = results["gm-no-events"]["controller_cpu_ms_per_job"] / lean
+        targets["gm_no_events_cpu_vs_lean"] = {"value": round(times, 2), "target": "<= 1.6"}
     print(
         f"\n{'variant':<22}{'jobs/s':>8}{'ctrl ms/job':>13}{'server ms/job':>15}"
         f"{'lag ms':>9}{'x kopf jobs/s':>15}{'x kopf cpu':>12}"
@@ -609,6 +667,8 @@ def main() -> int:
             f"{r['server_cpu_ms_per_job']:>15}{r['lag_after_last_create_ms']:>9}"
             f"{r.get('x_kopf_jobs_per_s', ''):>15}{r.get('x_kopf_cpu', ''):>12}"
         )
+    for name, t in targets.items():
+        print(f"{name}: {t['value']} (target {t['target']})")
     doc = {
         "benchmark": "reconcile",
         "unit": "jobs_per_second",
@@ -618,11 +678,13 @@ def main() -> int:
         "workers": args.workers,
         "repeat": args.repeat,
         "results": results,
+        "targets": targets,
         "notes": [
             "server, controller and writers each in a child process; CPU from /proc/<pid>/stat",
             "server CPU includes serving the writers and the bench's two watches",
             "gm: production defaults (events on, mutation detector off, INFO logs to devnull)",
-            "each variant's figures are its median run by jobs/s; CPU per job is the steadier",
+            "each variant's figures are its median run by jobs/s, except controller CPU per job:"
+            " the median over its runs (controller_cpu_ms_per_job_runs)",
             "kopf 1.45 posts no Events by default (settings.posting.loggers=False)",
             *notes,
         ],
