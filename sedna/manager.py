@@ -69,6 +69,7 @@ class Manager:
         self.health: HealthServer | None = None
         self._stopped = threading.Event()
         self._active = threading.Event()  # features built and controllers running
+        self._startup_called = False  # the plugins' startup hooks were called
         self._stop_reason = ""
         # Set when activation on the elector's thread failed for an operator reason.
         self.failure: str | None = None
@@ -194,6 +195,7 @@ class Manager:
                 return  # stopped while the caches synced; `run` stops the rest
             self._bind_lc_metrics(host)
             self._add_readiness(host)
+            self._startup_called = True  # from here on, `stop` gives the plugins shutdown
             try:
                 plugins.hooks.startup(self.context())
             except HookError as exc:
@@ -370,8 +372,10 @@ class Manager:
         host = self._host
         if host is not None:
             host.stop_features()
-        if self.plugins is not None and self._active.is_set():
-            # Every plugin gets its call; one failing does not keep the others from closing.
+        if self.plugins is not None and self._startup_called:
+            # Every plugin that started gets its call (also when another's startup hook
+            # failed); one failing does not keep the others from closing.
+            self._startup_called = False
             for failure in self.plugins.hooks.shutdown(self.context()):
                 logger.warning("{}", failure)
         self.features = []

@@ -35,6 +35,7 @@ class HookError(Exception):
 class Hooks:
     def __init__(self, pm: pluggy.PluginManager) -> None:
         self._pm = pm
+        self._not_started: set[str] = set()
 
     @property
     def plugin_manager(self) -> pluggy.PluginManager:
@@ -87,12 +88,28 @@ class Hooks:
         self._call_each("sedna_adjust_pod", pod=pod, job=job, worker_type=worker_type)
 
     def startup(self, context: ControllerContext) -> None:
-        self._call_each("sedna_startup", context=context)
+        """Every plugin's startup hook in order; the first that raises stops the start.
+
+        The plugins whose startup hook did not complete (the one that raised and those
+        after it) are remembered: `shutdown` leaves them out, as pytest tears down only
+        the fixtures that were set up, while those that started still get to close.
+        """
+        impls = self._impls("sedna_startup")
+        self._not_started = {impl.plugin_name for impl in impls}
+        for impl in impls:
+            self._call(impl, "sedna_startup", {"context": context})
+            self._not_started.discard(impl.plugin_name)
 
     def shutdown(self, context: ControllerContext) -> list[HookError]:
-        """Every plugin's shutdown hook, even after one failed; returns the failures."""
+        """Every plugin's shutdown hook, even after one failed; returns the failures.
+
+        After a start that failed in a startup hook, the plugins whose startup hook did
+        not complete get no shutdown call (a plugin without a startup hook gets one).
+        """
         failures: list[HookError] = []
         for impl in self._impls("sedna_shutdown"):
+            if impl.plugin_name in self._not_started:
+                continue
             try:
                 self._call(impl, "sedna_shutdown", {"context": context})
             except HookError as exc:

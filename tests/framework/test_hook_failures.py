@@ -35,6 +35,7 @@ from sedna.runtime import (
     meta_namespace_key,
 )
 from sedna.runtime.workers import WorkerParam
+from sedna.startup import StartupError
 from sedna.testing import wait_until
 
 UsePlugins = Callable[..., str]
@@ -267,3 +268,41 @@ def test_a_failing_pod_adjustment_names_the_plugin(
             assert core.list_namespaced_pod(namespace).items == []  # nothing was created
         finally:
             manager.stop()
+
+
+class Starting:
+    """Records its startup and shutdown calls; its startup raises when `fails`."""
+
+    def __init__(self, calls: list[str], name: str, fails: bool = False) -> None:
+        self.calls, self.name, self.fails = calls, name, fails
+
+    @hookimpl
+    def sedna_startup(self, context: ControllerContext) -> None:
+        self.calls.append(f"startup {self.name}")
+        if self.fails:
+            raise RuntimeError(f"{self.name} cannot start")
+
+    @hookimpl
+    def sedna_shutdown(self, context: ControllerContext) -> None:
+        self.calls.append(f"shutdown {self.name}")
+
+
+def test_a_failed_startup_hook_still_closes_the_plugins_that_started(kubeconfig: Path) -> None:
+    """Plugins whose startup ran get their shutdown; the failing one and those after it
+    do not; a plugin with no startup hook is closed as after any start."""
+    calls: list[str] = []
+    plugins = {
+        # pluggy calls the last registered first
+        "late": Starting(calls, "late"),
+        "boom": Starting(calls, "boom", fails=True),
+        "early": Starting(calls, "early"),
+        "plain": Stopping(calls, "plain", fails=False),
+    }
+    manager = Manager(manager_config(kubeconfig), extra_plugins=plugins, use_entry_points=False)
+    with pytest.raises(StartupError, match="plugin boom: sedna_startup failed: RuntimeError"):
+        manager.start()
+    # the failed start stopped what it had started
+    assert calls[:2] == ["startup early", "startup boom"]
+    assert sorted(calls[2:]) == ["plain", "shutdown early"]
+    manager.stop()  # a later stop calls nobody again
+    assert len(calls) == 4
