@@ -82,6 +82,9 @@ CONDITION_COMPLETED = "Completed"
 EXPECTATION_SECONDS = 300.0  # client-go's ExpectationsTimeout
 DELETES_REMEMBERED = 1024  # pod UIDs deleted before their create's answer was handled
 REASON_WORKER_FAILED = "workerFailed"  # Sedna's reason
+# Sedna's objectsearch reasons: a tracking pod failed (checked first), a Deployment did
+REASON_POD_FAILED = "podFailed"
+REASON_DEPLOYMENT_FAILED = "deploymentFailed"
 
 
 def stable_worker_name(owner: Obj, prefix: str, index: int = 0) -> str:
@@ -372,19 +375,22 @@ def service_decision(observed: Observed, pods: PodsSeen, wanted_pods: int) -> St
     """Service style (ObjectSearchService, ObjectTrackingService): pods and Deployments.
 
     As in Sedna, ``active`` counts active pods plus active Deployments and a worker that
-    failed or ended makes the service terminally ``Failed``; unlike Sedna, ``Running`` waits until
+    failed or ended makes the service terminally ``Failed``, with Sedna's reason:
+    ``podFailed`` when a pod did (Sedna looks at pods first), else ``deploymentFailed``
+    (clients tell the two apart by it); unlike Sedna, ``Running`` waits until
     every Deployment is Available and every pod runs (``Pending`` before), and a pod
     deleted by someone is made again instead of failing the service.
     """
     dep_active, dep_failed, waiting = _deployment_counts(observed)
     # a service worker that ended, even with success, serves no more: a failure, as Sedna
     # counts it (needed pods minus active ones)
-    failures = pods.failed_messages + pods.succeeded_messages + dep_failed
+    pod_failures = pods.failed_messages + pods.succeeded_messages
+    failures = pod_failures + dep_failed
     active = pods.active + dep_active
     if failures:
         return StatusDecision(
             CONDITION_FAILED,
-            REASON_WORKER_FAILED,
+            REASON_POD_FAILED if pod_failures else REASON_DEPLOYMENT_FAILED,
             "the worker of service failed: " + "; ".join(failures),
             active,
             len(failures),
