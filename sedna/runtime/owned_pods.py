@@ -61,7 +61,7 @@ from sedna.runtime.workloads.conditions import (
 from sedna.runtime.workloads.controller import StatusDecision, WorkloadController
 from sedna.runtime.workloads.health import deployment_failure_message, deployment_health
 from sedna.runtime.workloads.owned import SPEC_HASH_ANNOTATION, Observed, controller_of, spec_hash
-from sedna.runtime.workloads.wants import PodWant, WorkloadPlan
+from sedna.runtime.workloads.wants import PodWant, Waiting, WorkloadPlan
 
 __all__ = [
     "CONDITION_COMPLETED",
@@ -267,20 +267,7 @@ class OwnedPods:
                 for extra in live[1:]:
                     self._delete(ns, extra, seen, "a second pod for one worker")
                 live = live[:1]
-            if live:
-                seen.active += 1
-                if _phase(live[0]) == "Running":
-                    seen.running += 1
-                continue
-            if ended:
-                last = ended[-1]
-                if _phase(last) == "Succeeded":
-                    seen.succeeded += 1
-                    seen.succeeded_messages.append(f"pod {_meta(last).get('name')}: exited")
-                else:
-                    seen.failed += 1
-                    reason = (last.get("status") or {}).get("reason") or "Failed"
-                    seen.failed_messages.append(f"pod {_meta(last).get('name')}: {reason}")
+            if _count_worker(live, ended, seen):
                 continue
             with self._lock:
                 expected = self._expected.get((uid, want.key))
@@ -354,6 +341,42 @@ class OwnedPods:
             self.api.delete(ns, name)
             seen.deleted.append(f"Pod {name}")
             logger.info("deleted pod {}/{}: {}", ns, name, why)
+
+
+def _count_worker(live: Sequence[Obj], ended: Sequence[Obj], seen: PodsSeen) -> bool:
+    """Count one worker into `seen`: its first live pod, else its last ended one; False
+    when it has neither."""
+    if live:
+        seen.active += 1
+        if _phase(live[0]) == "Running":
+            seen.running += 1
+        return True
+    if not ended:
+        return False
+    last = ended[-1]
+    if _phase(last) == "Succeeded":
+        seen.succeeded += 1
+        seen.succeeded_messages.append(f"pod {_meta(last).get('name')}: exited")
+    else:
+        seen.failed += 1
+        reason = (last.get("status") or {}).get("reason") or "Failed"
+        seen.failed_messages.append(f"pod {_meta(last).get('name')}: {reason}")
+    return True
+
+
+def _count_pods(pods: Sequence[Obj]) -> tuple[PodsSeen, int]:
+    """`PodsSeen` of the pods as they are, one worker per key annotation, and how many
+    workers that is: the count for an owner whose plan cannot be made now."""
+    by_key: dict[str, list[Obj]] = {}
+    for pod in pods:
+        if not _meta(pod).get("deletionTimestamp"):
+            by_key.setdefault(_annotation(pod, POD_KEY_ANNOTATION) or "", []).append(pod)
+    seen = PodsSeen()
+    for current in by_key.values():
+        live = [p for p in current if _phase(p) not in ("Succeeded", "Failed")]
+        ended = [p for p in current if _phase(p) in ("Succeeded", "Failed")]
+        _count_worker(live, ended, seen)
+    return seen, len(by_key)
 
 
 def _deployment_counts(observed: Observed) -> tuple[int, list[str], list[str]]:
@@ -483,6 +506,31 @@ class PodWorkloadController(WorkloadController):
             if cached is not None and _completed(cached):
                 return None
         return super().sync(key)
+
+    def _keep_running(self, owner: Obj, exc: Waiting) -> tuple[Result | None] | None:
+        """As the family's, and bare pods count as workers made: a Model or Secret gone
+        after the pods were made leaves them as they are (Sedna looks at neither once
+        its pods exist), and the status follows them, to ``Completed`` or ``Failed``.
+        Nothing is created or deleted without a plan."""
+        pods = [p for p in self.workloads.pods_of(owner) if not _meta(p).get("deletionTimestamp")]
+        deployments = self.workloads.owned(self.workloads.deployment_informer, owner)
+        if not pods and not deployments:
+            return None
+        meta = _meta(owner)
+        logger.warning(
+            "{} {}/{}: {}: {}; the workers are kept as they are",
+            self.label, meta.get("namespace"), meta.get("name"), exc.field, exc.message,
+        )  # fmt: skip
+        observed = Observed(
+            deployments={str(d["metadata"]["name"]): d for d in deployments}, pods=pods
+        )
+        seen, workers = _count_pods(pods)
+        if self.job_style:
+            now = self.ctx.clock.wall().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            decision = job_decision(owner, seen, now)
+        else:
+            decision = service_decision(observed, seen, workers)
+        return (self._record(owner, decision),)
 
     def decide(self, owner: Obj, plan: WorkloadPlan, observed: Observed) -> StatusDecision:
         wants: Sequence[PodWant] = plan.pods

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from support.logs import LogCapture
 
+from sedna.runtime import MODELS
 from sedna.runtime.kube import NotFound
 
 from .helpers import GM, Api, TestLC, env_of, model, reid_job, video_analytics_job, wait_until
@@ -196,6 +197,25 @@ def test_video_analytics_waits_for_its_model(make_gm: Any, api: Api) -> None:
     assert status["conditions"][-1]["reason"] == "ModelNotFound"
     api.create(model("va-model"))
     api.wait_pods("va-demo", 1, "videoanalytics")
+
+
+def test_a_model_deleted_under_a_running_worker_leaves_the_job_to_its_worker(
+    make_gm: Any, api: Api
+) -> None:
+    """As in Sedna, the Model matters only to make the worker: once it is made, a deleted
+    Model neither stalls the job in Pending nor keeps it from completing."""
+    kind, name, wtype = VA
+    start(make_gm, api, kind)
+    (pod,) = api.wait_pods(name, 1, wtype)
+    api.set_phase(pod, "Running")
+    api.wait_condition(kind, name, "Running")
+    api.kube.resource(MODELS).delete(api.ns, "va-model")
+    api.owners[kind].patch(api.ns, name, {"metadata": {"labels": {"touched": "1"}}})
+    api.set_phase(pod, "Succeeded")
+    status = api.wait_condition(kind, name, "Completed")
+    assert (status["phase"], status["succeeded"], status["active"]) == ("Succeeded", 1, 0)
+    assert "Pending" not in {c["type"] for c in status["conditions"]}
+    assert [p["metadata"]["name"] for p in api.pods_of(name)] == [pod["metadata"]["name"]]
 
 
 def _reid_probe(make_gm: Any, api: Api) -> tuple[Any, dict[str, Any], tuple[Any, ...]]:
