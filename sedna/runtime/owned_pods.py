@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import hashlib
 import threading
 from collections import OrderedDict
@@ -474,6 +475,16 @@ def job_decision(owner: Obj, pods: PodsSeen, now: str) -> StatusDecision:
     )
 
 
+# a job's phase for a condition not of `job_decision` (Sedna's phases: Pending, Running,
+# Succeeded, Failed)
+_JOB_PHASES = {
+    CONDITION_PENDING: "Pending",
+    CONDITION_RUNNING: "Running",
+    CONDITION_FAILED: "Failed",
+    CONDITION_COMPLETED: "Succeeded",
+}
+
+
 def _completed(owner: Obj) -> bool:
     return (latest_condition(owner.get("status")) or {}).get("type") == CONDITION_COMPLETED
 
@@ -506,6 +517,28 @@ class PodWorkloadController(WorkloadController):
             if cached is not None and _completed(cached):
                 return None
         return super().sync(key)
+
+    def _record(
+        self,
+        owner: Obj,
+        decision: StatusDecision,
+        *,
+        event_reason: str = "",
+        where: Mapping[str, str] | None = None,
+        warn: bool = False,
+    ) -> Result | None:
+        """As the family's; a job's status also carries ``phase`` and ``succeeded`` when
+        the decision is not `job_decision`'s (waiting for a Model, a bad spec), as
+        Sedna's job status has both from the first sync on."""
+        if self.job_style and "phase" not in decision.extra:
+            status = owner.get("status") or {}
+            extra = {
+                "phase": _JOB_PHASES.get(decision.condition, "Pending"),
+                "succeeded": int(status.get("succeeded") or 0),
+                **decision.extra,
+            }
+            decision = dataclasses.replace(decision, extra=extra)
+        return super()._record(owner, decision, event_reason=event_reason, where=where, warn=warn)
 
     def _keep_running(self, owner: Obj, exc: Waiting) -> tuple[Result | None] | None:
         """As the family's, and bare pods count as workers made: a Model or Secret gone

@@ -186,6 +186,7 @@ def test_malformed_specs_name_the_field(make_gm: Any, api: Api, job: tuple[str, 
         status = api.wait_condition(kind, name, "Failed")
         assert status["conditions"][-1]["reason"] == "InvalidSpec"
         assert status["conditions"][-1]["message"].startswith(field + ":"), status
+        assert (status["phase"], status["succeeded"]) == ("Failed", 0)
         api.wait_event_on(name, "InvalidSpec", field)
         assert api.pods_of(name) == []
 
@@ -195,6 +196,8 @@ def test_video_analytics_waits_for_its_model(make_gm: Any, api: Api) -> None:
     api.create(video_analytics_job())
     status = api.wait_condition("VideoAnalyticsJob", "va-demo", "Pending")
     assert status["conditions"][-1]["reason"] == "ModelNotFound"
+    # a job has a phase from its first sync, as Sedna's (which says Running here)
+    assert (status["phase"], status["active"], status["succeeded"]) == ("Pending", 0, 0)
     api.create(model("va-model"))
     api.wait_pods("va-demo", 1, "videoanalytics")
 
