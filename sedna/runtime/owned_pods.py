@@ -48,7 +48,7 @@ from sedna.runtime.informers import (
     SharedInformer,
     split_key,
 )
-from sedna.runtime.kube import PODS, NotFound, Resource
+from sedna.runtime.kube import PODS, Invalid, NotFound, Resource
 from sedna.runtime.workers.creations import CreatedPod, PodCreations
 from sedna.runtime.workers.errors import MissingReference, WorkerError
 from sedna.runtime.workers.labels import generate_labels, job_ref
@@ -61,7 +61,13 @@ from sedna.runtime.workloads.conditions import (
 )
 from sedna.runtime.workloads.controller import StatusDecision, WorkloadController
 from sedna.runtime.workloads.health import deployment_failure_message, deployment_health
-from sedna.runtime.workloads.owned import SPEC_HASH_ANNOTATION, Observed, controller_of, spec_hash
+from sedna.runtime.workloads.owned import (
+    SPEC_HASH_ANNOTATION,
+    Observed,
+    controller_of,
+    refused_field,
+    spec_hash,
+)
 from sedna.runtime.workloads.wants import PodWant, Waiting, WorkloadPlan
 
 __all__ = [
@@ -281,7 +287,11 @@ class OwnedPods:
                 continue
             if not create:
                 continue
-            made = self._create(owner, want, want_hash)
+            try:
+                made = self._create(owner, want, want_hash)
+            except Invalid as exc:  # a template the API server refuses: the spec's fault
+                field_, message = refused_field(exc, want.field, want.field)
+                raise job_ref(owner).error(field_, message) from None
             name = str(_meta(made.pod).get("name") or "")
             self._expect(uid, want.key, made.pod, now)
             seen.created.append(f"Pod {name}")

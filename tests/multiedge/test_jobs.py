@@ -165,8 +165,13 @@ def _bad_name(spec: dict[str, Any]) -> None:
     spec["template"]["spec"]["containers"][0]["name"] = "Reid_Worker"
 
 
+def _bad_ports(spec: dict[str, Any]) -> None:
+    spec["template"]["spec"]["containers"][0]["ports"] = "x"  # the API server refuses it
+
+
 CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("no-template", _no_template, "spec.template"),
+    ("bad-ports", _bad_ports, "spec.template.spec.containers[0].ports"),
     ("env-list", _env_list, "spec.template.spec.containers[0].env[0].value"),
     ("bad-kafka", _bad_kafka, "spec.kafkaSupport"),
     ("bad-name", _bad_name, "spec.template.spec.containers[0].name"),

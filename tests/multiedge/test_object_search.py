@@ -198,6 +198,11 @@ def test_malformed_specs_name_the_field(make_gm: Any, api: Api, sedna_reference:
             lambda s: s["userWorker"]["template"]["spec"].update(containers=[]),
             "spec.userWorker.template.spec.containers",
         ),
+        (  # refused by the API server, not by our checks: its field, under the template
+            "bad-ports",
+            lambda s: s["reidWorkers"]["template"]["spec"]["containers"][0].update(ports="x"),
+            "spec.reidWorkers.template.spec.containers[0].ports",
+        ),
     ]
     for name, edit, _field in cases:
         obj = fixed_sample(sedna_reference, SAMPLE)
