@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import hashlib
 import threading
 from collections import OrderedDict
@@ -47,7 +48,7 @@ from sedna.runtime.informers import (
     SharedInformer,
     split_key,
 )
-from sedna.runtime.kube import PODS, NotFound, Resource
+from sedna.runtime.kube import PODS, Invalid, NotFound, Resource
 from sedna.runtime.workers.creations import CreatedPod, PodCreations
 from sedna.runtime.workers.errors import MissingReference, WorkerError
 from sedna.runtime.workers.labels import generate_labels, job_ref
@@ -60,8 +61,14 @@ from sedna.runtime.workloads.conditions import (
 )
 from sedna.runtime.workloads.controller import StatusDecision, WorkloadController
 from sedna.runtime.workloads.health import deployment_failure_message, deployment_health
-from sedna.runtime.workloads.owned import SPEC_HASH_ANNOTATION, Observed, controller_of, spec_hash
-from sedna.runtime.workloads.wants import PodWant, WorkloadPlan
+from sedna.runtime.workloads.owned import (
+    SPEC_HASH_ANNOTATION,
+    Observed,
+    controller_of,
+    refused_field,
+    spec_hash,
+)
+from sedna.runtime.workloads.wants import PodWant, Waiting, WorkloadPlan
 
 __all__ = [
     "CONDITION_COMPLETED",
@@ -82,6 +89,9 @@ CONDITION_COMPLETED = "Completed"
 EXPECTATION_SECONDS = 300.0  # client-go's ExpectationsTimeout
 DELETES_REMEMBERED = 1024  # pod UIDs deleted before their create's answer was handled
 REASON_WORKER_FAILED = "workerFailed"  # Sedna's reason
+# Sedna's objectsearch reasons: a tracking pod failed (checked first), a Deployment did
+REASON_POD_FAILED = "podFailed"
+REASON_DEPLOYMENT_FAILED = "deploymentFailed"
 
 
 def stable_worker_name(owner: Obj, prefix: str, index: int = 0) -> str:
@@ -264,20 +274,7 @@ class OwnedPods:
                 for extra in live[1:]:
                     self._delete(ns, extra, seen, "a second pod for one worker")
                 live = live[:1]
-            if live:
-                seen.active += 1
-                if _phase(live[0]) == "Running":
-                    seen.running += 1
-                continue
-            if ended:
-                last = ended[-1]
-                if _phase(last) == "Succeeded":
-                    seen.succeeded += 1
-                    seen.succeeded_messages.append(f"pod {_meta(last).get('name')}: exited")
-                else:
-                    seen.failed += 1
-                    reason = (last.get("status") or {}).get("reason") or "Failed"
-                    seen.failed_messages.append(f"pod {_meta(last).get('name')}: {reason}")
+            if _count_worker(live, ended, seen):
                 continue
             with self._lock:
                 expected = self._expected.get((uid, want.key))
@@ -290,7 +287,11 @@ class OwnedPods:
                 continue
             if not create:
                 continue
-            made = self._create(owner, want, want_hash)
+            try:
+                made = self._create(owner, want, want_hash)
+            except Invalid as exc:  # a template the API server refuses: the spec's fault
+                field_, message = refused_field(exc, want.field, want.field)
+                raise job_ref(owner).error(field_, message) from None
             name = str(_meta(made.pod).get("name") or "")
             self._expect(uid, want.key, made.pod, now)
             seen.created.append(f"Pod {name}")
@@ -353,6 +354,42 @@ class OwnedPods:
             logger.info("deleted pod {}/{}: {}", ns, name, why)
 
 
+def _count_worker(live: Sequence[Obj], ended: Sequence[Obj], seen: PodsSeen) -> bool:
+    """Count one worker into `seen`: its first live pod, else its last ended one; False
+    when it has neither."""
+    if live:
+        seen.active += 1
+        if _phase(live[0]) == "Running":
+            seen.running += 1
+        return True
+    if not ended:
+        return False
+    last = ended[-1]
+    if _phase(last) == "Succeeded":
+        seen.succeeded += 1
+        seen.succeeded_messages.append(f"pod {_meta(last).get('name')}: exited")
+    else:
+        seen.failed += 1
+        reason = (last.get("status") or {}).get("reason") or "Failed"
+        seen.failed_messages.append(f"pod {_meta(last).get('name')}: {reason}")
+    return True
+
+
+def _count_pods(pods: Sequence[Obj]) -> tuple[PodsSeen, int]:
+    """`PodsSeen` of the pods as they are, one worker per key annotation, and how many
+    workers that is: the count for an owner whose plan cannot be made now."""
+    by_key: dict[str, list[Obj]] = {}
+    for pod in pods:
+        if not _meta(pod).get("deletionTimestamp"):
+            by_key.setdefault(_annotation(pod, POD_KEY_ANNOTATION) or "", []).append(pod)
+    seen = PodsSeen()
+    for current in by_key.values():
+        live = [p for p in current if _phase(p) not in ("Succeeded", "Failed")]
+        ended = [p for p in current if _phase(p) in ("Succeeded", "Failed")]
+        _count_worker(live, ended, seen)
+    return seen, len(by_key)
+
+
 def _deployment_counts(observed: Observed) -> tuple[int, list[str], list[str]]:
     active = 0
     failed: list[str] = []
@@ -372,19 +409,22 @@ def service_decision(observed: Observed, pods: PodsSeen, wanted_pods: int) -> St
     """Service style (ObjectSearchService, ObjectTrackingService): pods and Deployments.
 
     As in Sedna, ``active`` counts active pods plus active Deployments and a worker that
-    failed or ended makes the service terminally ``Failed``; unlike Sedna, ``Running`` waits until
+    failed or ended makes the service terminally ``Failed``, with Sedna's reason:
+    ``podFailed`` when a pod did (Sedna looks at pods first), else ``deploymentFailed``
+    (clients tell the two apart by it); unlike Sedna, ``Running`` waits until
     every Deployment is Available and every pod runs (``Pending`` before), and a pod
     deleted by someone is made again instead of failing the service.
     """
     dep_active, dep_failed, waiting = _deployment_counts(observed)
     # a service worker that ended, even with success, serves no more: a failure, as Sedna
     # counts it (needed pods minus active ones)
-    failures = pods.failed_messages + pods.succeeded_messages + dep_failed
+    pod_failures = pods.failed_messages + pods.succeeded_messages
+    failures = pod_failures + dep_failed
     active = pods.active + dep_active
     if failures:
         return StatusDecision(
             CONDITION_FAILED,
-            REASON_WORKER_FAILED,
+            REASON_POD_FAILED if pod_failures else REASON_DEPLOYMENT_FAILED,
             "the worker of service failed: " + "; ".join(failures),
             active,
             len(failures),
@@ -445,6 +485,16 @@ def job_decision(owner: Obj, pods: PodsSeen, now: str) -> StatusDecision:
     )
 
 
+# a job's phase for a condition not of `job_decision` (Sedna's phases: Pending, Running,
+# Succeeded, Failed)
+_JOB_PHASES = {
+    CONDITION_PENDING: "Pending",
+    CONDITION_RUNNING: "Running",
+    CONDITION_FAILED: "Failed",
+    CONDITION_COMPLETED: "Succeeded",
+}
+
+
 def _completed(owner: Obj) -> bool:
     return (latest_condition(owner.get("status")) or {}).get("type") == CONDITION_COMPLETED
 
@@ -477,6 +527,53 @@ class PodWorkloadController(WorkloadController):
             if cached is not None and _completed(cached):
                 return None
         return super().sync(key)
+
+    def _record(
+        self,
+        owner: Obj,
+        decision: StatusDecision,
+        *,
+        event_reason: str = "",
+        where: Mapping[str, str] | None = None,
+        warn: bool = False,
+    ) -> Result | None:
+        """As the family's; a job's status also carries ``phase`` and ``succeeded`` when
+        the decision is not `job_decision`'s (waiting for a Model, a bad spec), as
+        Sedna's job status has both from the first sync on."""
+        if self.job_style and "phase" not in decision.extra:
+            status = owner.get("status") or {}
+            extra = {
+                "phase": _JOB_PHASES.get(decision.condition, "Pending"),
+                "succeeded": int(status.get("succeeded") or 0),
+                **decision.extra,
+            }
+            decision = dataclasses.replace(decision, extra=extra)
+        return super()._record(owner, decision, event_reason=event_reason, where=where, warn=warn)
+
+    def _keep_running(self, owner: Obj, exc: Waiting) -> tuple[Result | None] | None:
+        """As the family's, and bare pods count as workers made: a Model or Secret gone
+        after the pods were made leaves them as they are (Sedna looks at neither once
+        its pods exist), and the status follows them, to ``Completed`` or ``Failed``.
+        Nothing is created or deleted without a plan."""
+        pods = [p for p in self.workloads.pods_of(owner) if not _meta(p).get("deletionTimestamp")]
+        deployments = self.workloads.owned(self.workloads.deployment_informer, owner)
+        if not pods and not deployments:
+            return None
+        meta = _meta(owner)
+        logger.warning(
+            "{} {}/{}: {}: {}; the workers are kept as they are",
+            self.label, meta.get("namespace"), meta.get("name"), exc.field, exc.message,
+        )  # fmt: skip
+        observed = Observed(
+            deployments={str(d["metadata"]["name"]): d for d in deployments}, pods=pods
+        )
+        seen, workers = _count_pods(pods)
+        if self.job_style:
+            now = self.ctx.clock.wall().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            decision = job_decision(owner, seen, now)
+        else:
+            decision = service_decision(observed, seen, workers)
+        return (self._record(owner, decision),)
 
     def decide(self, owner: Obj, plan: WorkloadPlan, observed: Observed) -> StatusDecision:
         wants: Sequence[PodWant] = plan.pods

@@ -169,6 +169,11 @@ def test_malformed_specs_name_the_field(make_gm: Any, api: Api) -> None:
             },
             "spec.template.spec.containers[0].env[0].value",
         ),
+        # refused by the API server, not by our checks: its field, under the template
+        "bad-ports": (
+            {"template": {"spec": {"containers": [{"name": "fe", "image": "i", "ports": "x"}]}}},
+            "spec.template.spec.containers[0].ports",
+        ),
     }
     for name, (spec, _field) in cases.items():
         obj = feature_extraction(name, **spec)

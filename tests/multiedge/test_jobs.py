@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from support.logs import LogCapture
 
+from sedna.runtime import MODELS
 from sedna.runtime.kube import NotFound
 
 from .helpers import GM, Api, TestLC, env_of, model, reid_job, video_analytics_job, wait_until
@@ -164,8 +165,13 @@ def _bad_name(spec: dict[str, Any]) -> None:
     spec["template"]["spec"]["containers"][0]["name"] = "Reid_Worker"
 
 
+def _bad_ports(spec: dict[str, Any]) -> None:
+    spec["template"]["spec"]["containers"][0]["ports"] = "x"  # the API server refuses it
+
+
 CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("no-template", _no_template, "spec.template"),
+    ("bad-ports", _bad_ports, "spec.template.spec.containers[0].ports"),
     ("env-list", _env_list, "spec.template.spec.containers[0].env[0].value"),
     ("bad-kafka", _bad_kafka, "spec.kafkaSupport"),
     ("bad-name", _bad_name, "spec.template.spec.containers[0].name"),
@@ -185,6 +191,7 @@ def test_malformed_specs_name_the_field(make_gm: Any, api: Api, job: tuple[str, 
         status = api.wait_condition(kind, name, "Failed")
         assert status["conditions"][-1]["reason"] == "InvalidSpec"
         assert status["conditions"][-1]["message"].startswith(field + ":"), status
+        assert (status["phase"], status["succeeded"]) == ("Failed", 0)
         api.wait_event_on(name, "InvalidSpec", field)
         assert api.pods_of(name) == []
 
@@ -194,8 +201,29 @@ def test_video_analytics_waits_for_its_model(make_gm: Any, api: Api) -> None:
     api.create(video_analytics_job())
     status = api.wait_condition("VideoAnalyticsJob", "va-demo", "Pending")
     assert status["conditions"][-1]["reason"] == "ModelNotFound"
+    # a job has a phase from its first sync, as Sedna's (which says Running here)
+    assert (status["phase"], status["active"], status["succeeded"]) == ("Pending", 0, 0)
     api.create(model("va-model"))
     api.wait_pods("va-demo", 1, "videoanalytics")
+
+
+def test_a_model_deleted_under_a_running_worker_leaves_the_job_to_its_worker(
+    make_gm: Any, api: Api
+) -> None:
+    """As in Sedna, the Model matters only to make the worker: once it is made, a deleted
+    Model neither stalls the job in Pending nor keeps it from completing."""
+    kind, name, wtype = VA
+    start(make_gm, api, kind)
+    (pod,) = api.wait_pods(name, 1, wtype)
+    api.set_phase(pod, "Running")
+    api.wait_condition(kind, name, "Running")
+    api.kube.resource(MODELS).delete(api.ns, "va-model")
+    api.owners[kind].patch(api.ns, name, {"metadata": {"labels": {"touched": "1"}}})
+    api.set_phase(pod, "Succeeded")
+    status = api.wait_condition(kind, name, "Completed")
+    assert (status["phase"], status["succeeded"], status["active"]) == ("Succeeded", 1, 0)
+    assert "Pending" not in {c["type"] for c in status["conditions"]}
+    assert [p["metadata"]["name"] for p in api.pods_of(name)] == [pod["metadata"]["name"]]
 
 
 def _reid_probe(make_gm: Any, api: Api) -> tuple[Any, dict[str, Any], tuple[Any, ...]]:

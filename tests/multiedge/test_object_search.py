@@ -80,16 +80,31 @@ def test_status_pending_then_running_then_failed_for_good(
 
     api.set_phase(pods[0], "Failed")
     status = api.wait_condition(KIND, NAME, "Failed")
-    assert status["conditions"][-1]["reason"] == "workerFailed"
+    assert status["conditions"][-1]["reason"] == "podFailed"  # Sedna's reason for a pod
     assert pods[0]["metadata"]["name"] in status["conditions"][-1]["message"]
     assert (status["active"], status["failed"]) == (3, 1)
-    api.wait_event_on(NAME, "workerFailed")
+    api.wait_event_on(NAME, "podFailed")
     # terminal: a new pod for the failed worker is never made, the status stays
     api.set_phase(pods[1], "Failed")
     api.pods.delete(api.ns, pods[0]["metadata"]["name"])
     wait_until(lambda: len(api.pods_of(NAME, "trackingworker")) == 1, 5.0, "pod deleted")
     assert api.condition(KIND, NAME) == "Failed"
     assert api.status(KIND, NAME)["failed"] == 1
+
+
+def test_a_failed_deployment_fails_the_service_with_sednas_reason(
+    make_gm: Any, api: Api, sedna_reference: Path
+) -> None:
+    """Sedna tells a failed Deployment (``deploymentFailed``) from a failed tracking pod
+    (``podFailed``) in the Failed condition's reason and its Warning Event."""
+    start(make_gm, api, sedna_reference)
+    api.wait_pods(NAME, 2, "trackingworker")
+    api.wait_deployment(f"{NAME}-deployment-userworker")
+    api.deployment_available(f"{NAME}-deployment-userworker", ready=False)
+    status = api.wait_condition(KIND, NAME, "Failed")
+    assert status["conditions"][-1]["reason"] == "deploymentFailed"
+    assert f"{NAME}-deployment-userworker" in status["conditions"][-1]["message"]
+    api.wait_event_on(NAME, "deploymentFailed")
 
 
 def test_deleted_workers_are_made_again(make_gm: Any, api: Api, sedna_reference: Path) -> None:
@@ -182,6 +197,11 @@ def test_malformed_specs_name_the_field(make_gm: Any, api: Api, sedna_reference:
             "no-containers",
             lambda s: s["userWorker"]["template"]["spec"].update(containers=[]),
             "spec.userWorker.template.spec.containers",
+        ),
+        (  # refused by the API server, not by our checks: its field, under the template
+            "bad-ports",
+            lambda s: s["reidWorkers"]["template"]["spec"]["containers"][0].update(ports="x"),
+            "spec.reidWorkers.template.spec.containers[0].ports",
         ),
     ]
     for name, edit, _field in cases:

@@ -47,6 +47,7 @@ from sedna.runtime.kube import (
     HPAS,
     SERVICES,
     AlreadyExists,
+    Invalid,
     NotFound,
     Resource,
     ResourceClient,
@@ -92,6 +93,25 @@ class WorkloadConflict(Exception):
         self.kind = kind
         self.name = name
         self.field = field
+
+
+def refused_field(exc: Invalid, under: str, fallback: str, strip: str = "") -> tuple[str, str]:
+    """The owner's field and the message of a create or update the API server refused
+    (422), from the first cause naming a field: that field less `strip`, under `under`
+    (a pod's ``spec.containers[0].ports`` under ``spec.template``); `fallback` when no
+    cause names one within. Retrying would meet the same refusal: the spec's error."""
+    details = exc.body.get("details")
+    causes = details.get("causes") if isinstance(details, Mapping) else None
+    for cause in causes if isinstance(causes, list) else []:
+        if not isinstance(cause, Mapping) or not isinstance(cause.get("field"), str):
+            continue
+        at = str(cause["field"])
+        message = str(cause.get("message") or exc.message or "refused by the API server")
+        if at and at.startswith(strip):
+            return f"{under}.{at[len(strip) :]}", message
+        if at:
+            return fallback, f"{at}: {message}"
+    return fallback, f"refused by the API server: {exc.message or exc}"
 
 
 def spec_hash(spec: Obj) -> str:
@@ -435,6 +455,25 @@ class OwnedWorkloads:
         want: DeploymentWant,
         seen: Observed,
         live: Callable[[], bool] | None = None,
+    ) -> Obj | None:
+        try:
+            return self._put_deployment(owner, ref, want, seen, live)
+        except Invalid as exc:  # a template or count the API server refuses: the spec's fault
+            if want.field.endswith(".template"):
+                # the Deployment's ``spec.<x>`` is the owner's ``<x>`` beside the template
+                under, strip = want.field.removesuffix(".template"), "spec."
+            else:
+                under, strip = want.field, "spec.template."
+            field_, message = refused_field(exc, under, want.field, strip)
+            raise ref.error(field_, message) from None
+
+    def _put_deployment(
+        self,
+        owner: Obj,
+        ref: JobRef,
+        want: DeploymentWant,
+        seen: Observed,
+        live: Callable[[], bool] | None,
     ) -> Obj | None:
         desired = self.runtime.build_deployment(owner, want.spec, want.param, field=want.field)
         want_hash = spec_hash(desired["spec"])

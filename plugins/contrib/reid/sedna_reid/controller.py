@@ -5,7 +5,7 @@ Sedna parity (pkg/globalmanager/controllers/reid): a pod from ``spec.template``
 ``JOB_NAME``, ``NAMESPACE``, ``LC_SERVER`` and ``KAFKA_ENABLED`` (only with
 ``kafkaSupport``), the template's ``restartPolicy``; no Service (Sedna's ``ReidPort``
 is never used). Status: ``startTime``, ``active``, ``succeeded``, ``failed``,
-``phase`` (Running, Succeeded, Failed), conditions ``Completed``/``Failed`` and
+``phase`` (Pending, Running, Succeeded, Failed), conditions ``Completed``/``Failed`` and
 ``completionTime`` (`job_decision`).
 
 Sedna's fault, fixed: its upstream handler parses the workers' reports and drops them;

@@ -11,8 +11,10 @@ as ReidJob's: ``startTime``, ``active``, ``succeeded``, ``failed``, ``phase``,
 
 Sedna's faults, fixed: its upstream handler parses the workers' reports and drops them
 (here the owner info goes to the latest condition's ``data``, from the LC of the
-worker's node only); a missing Model fails the job at once (here ``Pending`` with
-``ModelNotFound`` until the Model appears).
+worker's node only); a missing Model leaves Sedna's job in phase ``Running`` with no
+worker, retried (here ``Pending`` with ``ModelNotFound`` until the Model appears). A
+Model deleted once the worker exists changes nothing, as in Sedna: the job follows its
+worker (`PodWorkloadController` keeps bare pods as they are when a plan cannot be made).
 """
 
 from __future__ import annotations
