@@ -84,9 +84,6 @@ class EmbeddedMode:
             os.chmod(self.state_dir, 0o700)  # also when an older run left it open
         except OSError as exc:
             raise ConfigError(f"embedded.stateDir: cannot create {s.stateDir}: {exc}") from None
-        # A kubeconfig left by the last run names a server that is not up yet.
-        with contextlib.suppress(FileNotFoundError):
-            self.kubeconfig.unlink()
         db = self.state_dir / STATE_DB_NAME
         server = APIServer(
             s.address,
@@ -109,6 +106,11 @@ class EmbeddedMode:
                 "(set embedded.port: 0 to pick a free port)"
             ) from None
         self.server = server
+        # A kubeconfig left by the last run names a server that is not up yet. Removed only
+        # once this server listens: a second GM started on the same stateDir fails on the
+        # port above and must leave the running GM's kubeconfig alone.
+        with contextlib.suppress(FileNotFoundError):
+            self.kubeconfig.unlink()
         try:
             return self._seed(server, db)
         except BaseException:
