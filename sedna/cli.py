@@ -244,6 +244,7 @@ def _apiserver(args: argparse.Namespace) -> int:
     import threading
     from pathlib import Path
 
+    from sedna.embedded.manifests import ManifestError
     from sedna.embedded.standalone import serve
 
     try:
@@ -268,6 +269,10 @@ def _apiserver(args: argparse.Namespace) -> int:
             stop=stop,
             announce=lambda line: print(f"sedna-gm: {line}", flush=True),
         )
+    except ManifestError as exc:
+        # A missing or refused manifest is a usage error like a bad gm.yaml: one line
+        # naming it, not a traceback.
+        return _fail(f"apiserver: --apply: {exc}")
     except OSError as exc:
         return _fail(f"apiserver: cannot listen on {args.address}:{args.port}: {exc}")
     return 0

@@ -150,7 +150,7 @@ class EmbeddedMode:
                     created += 1
                     logger.info("embedded: created {} (from {})", m.label, m.source)
         except ManifestError as exc:
-            raise ConfigError(str(exc)) from None
+            raise ConfigError(f"embedded.apply: {exc}") from None
         config = self._with_metrics_auth(self._with_lc_auth(self.config))
         os.replace(tmp, self.kubeconfig)
         logger.info(
