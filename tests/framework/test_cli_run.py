@@ -283,6 +283,32 @@ def test_apiserver_apply_errors_are_one_line_and_exit_2(
     assert re.search(error, lines[0]), lines[0]
 
 
+def test_apiserver_tells_a_busy_port_from_a_path_it_cannot_write(tmp_path: Path) -> None:
+    """Only a bind failure is "cannot listen"; an unwritable --state-dir names the path."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+
+    def apiserver(*extra: str) -> subprocess.CompletedProcess[str]:
+        kubeconfig = str(tmp_path / "kubeconfig")
+        return subprocess.run(
+            [sys.executable, "-m", "sedna.cli", "apiserver", "--kubeconfig", kubeconfig, *extra],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        busy = apiserver("--port", str(sock.getsockname()[1]))
+    unwritable = apiserver("--port", "0", "--state-dir", str(blocker / "state"))
+    for proc in (busy, unwritable):
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert busy.stderr.startswith("sedna-gm: apiserver: cannot listen on 127.0.0.1:")
+    assert "cannot listen" not in unwritable.stderr, unwritable.stderr
+    assert str(blocker) in unwritable.stderr, unwritable.stderr
+
+
 def run_cli_script(script: str, apiserver: Any, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """`python -c script gm.yaml`: the GM's CLI with what `script` arranges around it."""
     path = tmp_path / "gm.yaml"
