@@ -244,7 +244,8 @@ def _apiserver(args: argparse.Namespace) -> int:
     import threading
     from pathlib import Path
 
-    from sedna.embedded.standalone import serve
+    from sedna.embedded.manifests import ManifestError
+    from sedna.embedded.standalone import ListenError, serve
 
     try:
         loopback = ipaddress.ip_address(args.address).is_loopback
@@ -268,8 +269,14 @@ def _apiserver(args: argparse.Namespace) -> int:
             stop=stop,
             announce=lambda line: print(f"sedna-gm: {line}", flush=True),
         )
-    except OSError as exc:
+    except ManifestError as exc:
+        # A missing or refused manifest is a usage error like a bad gm.yaml: one line
+        # naming it, not a traceback.
+        return _fail(f"apiserver: --apply: {exc}")
+    except ListenError as exc:
         return _fail(f"apiserver: cannot listen on {args.address}:{args.port}: {exc}")
+    except OSError as exc:  # --state-dir or --kubeconfig that cannot be written
+        return _fail(f"apiserver: {exc}")
     return 0
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import base64
 import secrets
+from pathlib import Path
 from typing import Any
 
 from sedna.runtime.config import GMConfig
 from sedna.runtime.kube import SECRETS, AlreadyExists, KubeClient, api_client_from_config
+from sedna.runtime.kube.config import KubeConfigError
 from sedna.runtime.messaging.auth import NODE_LABEL, SECRET_TOKEN_KEY, node_token_secret_name
 
 
@@ -47,6 +49,29 @@ def issue_node_token(kube: KubeClient, node: str, namespace: str) -> str:
     return token
 
 
+# The file embedded mode writes into embedded.stateDir (sedna.embedded.mode, which imports
+# this module, so the name is repeated here rather than imported).
+EMBEDDED_KUBECONFIG_NAME = "kubeconfig"
+
+
+def cluster_kubeconfig(config: GMConfig) -> str:
+    """The kubeconfig the command talks to: gm.yaml's, or the running embedded server's.
+
+    With `embedded.enabled` and neither `kubeConfig` nor `master` set (config/gm.yaml),
+    the GM's cluster is its own API server, whose kubeconfig it writes at start; the
+    command must issue the token there, not in whatever cluster ~/.kube/config names.
+    """
+    if config.kubeConfig or config.master or not config.embedded.enabled:
+        return config.kubeConfig
+    path = Path(config.embedded.stateDir) / EMBEDDED_KUBECONFIG_NAME
+    if not path.is_file():
+        raise KubeConfigError(
+            f"embedded mode: no {path} (it is written while the GM runs: "
+            "start sedna-gm --config with this gm.yaml first)"
+        )
+    return str(path)
+
+
 def create_token_command(config: GMConfig, node: str, namespace: str | None) -> str:
-    kube = KubeClient(api_client_from_config(config.kubeConfig, config.master))
+    kube = KubeClient(api_client_from_config(cluster_kubeconfig(config), config.master))
     return issue_node_token(kube, node, namespace or config.websocket.nodeTokenNamespace)

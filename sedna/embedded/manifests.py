@@ -63,7 +63,7 @@ def manifest_files(paths: Iterable[str | Path]) -> Iterator[Path]:
         elif p.is_file():
             yield p
         else:
-            raise ManifestError(f"embedded.apply: {raw}: no such file or directory")
+            raise ManifestError(f"{raw}: no such file or directory")
 
 
 def load_manifests(paths: Iterable[str | Path]) -> list[Manifest]:

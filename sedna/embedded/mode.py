@@ -84,9 +84,6 @@ class EmbeddedMode:
             os.chmod(self.state_dir, 0o700)  # also when an older run left it open
         except OSError as exc:
             raise ConfigError(f"embedded.stateDir: cannot create {s.stateDir}: {exc}") from None
-        # A kubeconfig left by the last run names a server that is not up yet.
-        with contextlib.suppress(FileNotFoundError):
-            self.kubeconfig.unlink()
         db = self.state_dir / STATE_DB_NAME
         server = APIServer(
             s.address,
@@ -109,6 +106,11 @@ class EmbeddedMode:
                 "(set embedded.port: 0 to pick a free port)"
             ) from None
         self.server = server
+        # A kubeconfig left by the last run names a server that is not up yet. Removed only
+        # once this server listens: a second GM started on the same stateDir fails on the
+        # port above and must leave the running GM's kubeconfig alone.
+        with contextlib.suppress(FileNotFoundError):
+            self.kubeconfig.unlink()
         try:
             return self._seed(server, db)
         except BaseException:
@@ -148,7 +150,7 @@ class EmbeddedMode:
                     created += 1
                     logger.info("embedded: created {} (from {})", m.label, m.source)
         except ManifestError as exc:
-            raise ConfigError(str(exc)) from None
+            raise ConfigError(f"embedded.apply: {exc}") from None
         config = self._with_metrics_auth(self._with_lc_auth(self.config))
         os.replace(tmp, self.kubeconfig)
         logger.info(

@@ -22,6 +22,11 @@ from sedna.runtime.kube import KubeClient, api_client_from_config
 STATE_DB_NAME = "state.db"
 
 
+class ListenError(Exception):
+    """The server could not take its address; kept apart from the other OSErrors (a
+    state dir or kubeconfig path that cannot be written) so each is reported as what it is."""
+
+
 def serve(
     *,
     address: str,
@@ -39,7 +44,11 @@ def serve(
         db = state_dir / STATE_DB_NAME
     # kube-apiserver's Event TTL and PodGC, as in embedded mode (`housekeeping.py`)
     server = APIServer(address, port, db_path=db, housekeeping_interval=HOUSEKEEPING_INTERVAL)
-    server.start()
+    try:
+        server.start()
+    except OSError as exc:
+        server.stop()
+        raise ListenError(str(exc)) from exc
     try:
         for crd in crd_manifests():
             server.install_crd(crd)

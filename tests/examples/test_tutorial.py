@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -99,3 +100,20 @@ def test_the_tutorial_page_works_from_the_authors_directory() -> None:
         assert files and set(files) <= included, (files, included)
     state = (TUTORIAL / config["embedded"]["stateDir"]).resolve()
     assert state.is_relative_to(TUTORIAL)  # next to gm.yaml, not somewhere in a clone
+
+
+def test_the_tutorial_gm_runs_only_its_feature_beside_the_first_party_plugins() -> None:
+    """Step 8 says "only this feature": a reader who installed the first-party plugins
+    (getting started) must not get them enabled too, since an installed plugin is on
+    unless gm.yaml switches it off."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "sedna.cli", "plugins", "--config", str(TUTORIAL / "gm.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    table = listed.stdout.split("\n\n")[0].splitlines()[1:]  # the plugins, not the kinds
+    assert len(table) >= 10, listed.stdout  # the ten first-party plugins are installed here
+    enabled = [row.split()[0] for row in table if row.split()[-1] == "yes"]
+    assert enabled in ([], ["model_check"]), listed.stdout

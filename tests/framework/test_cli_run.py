@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 
@@ -233,6 +234,79 @@ def test_no_cluster_is_one_line_and_exit_2(tmp_path: Path) -> None:
         "in-cluster config failed (Service host/port is not set.) and the default kubeconfig "
         "failed (Invalid kube-config file. No configuration found.)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("manifest", "error"),
+    [
+        (None, r"missing\.yaml: no such file or directory"),
+        (  # refused by the server's schema: the official client's 422, over real HTTP
+            {
+                "apiVersion": "sedna.io/v1alpha1",
+                "kind": "Model",
+                "metadata": {"name": "m"},
+                "spec": {"format": 3},
+            },
+            r"Model m: 422 Invalid: .*spec\.format",
+        ),
+    ],
+    ids=["missing", "refused"],
+)
+def test_apiserver_apply_errors_are_one_line_and_exit_2(
+    manifest: dict[str, Any] | None, error: str, tmp_path: Path
+) -> None:
+    """`sedna-gm apiserver --apply PATH` with a wrong PATH says so, as a bad gm.yaml does."""
+    path = tmp_path / ("missing.yaml" if manifest is None else "manifest.yaml")
+    if manifest is not None:
+        path.write_text(yaml.safe_dump(manifest))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sedna.cli",
+            "apiserver",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(tmp_path / "kubeconfig"),
+            "--apply",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sedna-gm: apiserver: --apply: "), lines
+    assert re.search(error, lines[0]), lines[0]
+
+
+def test_apiserver_tells_a_busy_port_from_a_path_it_cannot_write(tmp_path: Path) -> None:
+    """Only a bind failure is "cannot listen"; an unwritable --state-dir names the path."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+
+    def apiserver(*extra: str) -> subprocess.CompletedProcess[str]:
+        kubeconfig = str(tmp_path / "kubeconfig")
+        return subprocess.run(
+            [sys.executable, "-m", "sedna.cli", "apiserver", "--kubeconfig", kubeconfig, *extra],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        busy = apiserver("--port", str(sock.getsockname()[1]))
+    unwritable = apiserver("--port", "0", "--state-dir", str(blocker / "state"))
+    for proc in (busy, unwritable):
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert busy.stderr.startswith("sedna-gm: apiserver: cannot listen on 127.0.0.1:")
+    assert "cannot listen" not in unwritable.stderr, unwritable.stderr
+    assert str(blocker) in unwritable.stderr, unwritable.stderr
 
 
 def run_cli_script(script: str, apiserver: Any, tmp_path: Path) -> subprocess.CompletedProcess[str]:
