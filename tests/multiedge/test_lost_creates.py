@@ -46,7 +46,7 @@ def test_a_lost_create_answer_makes_no_second_pod(
     make_gm: Any,
     api: Api,
     embedded_apiserver: APIServer,
-    sedna_reference: Path,
+    sample_dir: Path,
     case: tuple[str, str, str, str, int],
 ) -> None:
     feature, kind, name, worker_type, wanted = case
@@ -63,7 +63,7 @@ def test_a_lost_create_answer_makes_no_second_pod(
         rule = faults.fail(
             504, verbs=["create"], resources=["pods"], count=wanted, after_commit=True
         )
-        owner = _owner(api, sedna_reference, kind)
+        owner = _owner(api, sample_dir, kind)
         assert owner["metadata"]["name"] == name
         api.create(owner)
         wait_until(lambda: rule.remaining != wanted, what="the first lost answer")
