@@ -42,9 +42,24 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def random_suffix(n: int = 5) -> str:
+# kube's names.MaxGeneratedNameLength: room for the suffix within a 63-character label
+RANDOM_LENGTH = 5
+MAX_GENERATED_NAME_LENGTH = 63 - RANDOM_LENGTH
+
+
+def random_suffix(n: int = RANDOM_LENGTH) -> str:
     """The generateName suffix (kube's utilrand.String)."""
     return "".join(random.choice(NAME_ALPHABET) for _ in range(n))
+
+
+def generate_name(base: str) -> str:
+    """A name from `generateName` as kube's SimpleNameGenerator makes it.
+
+    The base is cut to 58 characters first, so a long prefix (a controller's
+    `<job>-<type>-` for a job with a long name) still yields a valid name instead of
+    a 422 on every retry.
+    """
+    return base[:MAX_GENERATED_NAME_LENGTH] + random_suffix()
 
 
 def _spec_part(obj: Mapping[str, Any], status_sub: bool) -> dict[str, Any]:
@@ -193,8 +208,9 @@ class Operations:
             self._validate_name(rt, name)
         nsv = self._require_namespace(rt, ns, name or meta.get("generateName", ""), True)
         if not name:
+            self._validate_name(rt, str(meta["generateName"]), "metadata.generateName")
             for _ in range(20):
-                cand = f"{meta['generateName']}{random_suffix()}"
+                cand = generate_name(str(meta["generateName"]))
                 if self.store.get(rt.key, nsv, cand) is None:
                     name = cand
                     break
@@ -245,13 +261,15 @@ class Operations:
                 f"the kind of the provided object ({kind}) does not match the resource ({rt.kind})"
             )
 
-    def _validate_name(self, rt: ResourceType, name: str) -> None:
+    def _validate_name(self, rt: ResourceType, name: str, field: str = "metadata.name") -> None:
         rx = _NAME_RE_LOOSE if rt.plural in ("events",) else _NAME_RE
-        if len(name) > 253 or not rx.match(name):
+        # a generateName may end in '-' (kube masks the trailing dash before checking)
+        checked = name[:-1] + "a" if field.endswith("generateName") and name.endswith("-") else name
+        if len(name) > 253 or not rx.match(checked):
             raise errors.invalid(
                 rt.kind,
                 name,
-                "metadata.name",
+                field,
                 f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower '
                 "case alphanumeric characters, '-' or '.', and must start and end with an "
                 "alphanumeric character",
