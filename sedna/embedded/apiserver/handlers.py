@@ -49,6 +49,9 @@ if TYPE_CHECKING:
     from . import APIServer
 
 JSON_HEADERS = {"Content-Type": "application/json"}
+# kube's cacher: bookmarks about once a minute, and this long before a watch's deadline
+DEFAULT_BOOKMARK_FREQUENCY = 60.0
+PRE_TIMEOUT_BOOKMARK = 2.0
 _METHOD_VERB = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -431,10 +434,7 @@ class Handlers:
     ) -> web.StreamResponse:
         q = request.query
         rv_s = q.get("resourceVersion") or ""
-        try:
-            timeout = float(q.get("timeoutSeconds") or self.srv.watch_timeout)
-        except ValueError:
-            raise errors.bad_request("invalid timeoutSeconds") from None
+        timeout = _watch_timeout(q.get("timeoutSeconds"), self.srv.watch_timeout)
         bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
         line = self._event_encoder(request, rt, target)
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
@@ -480,17 +480,20 @@ class Handlers:
                 await resp.write(b"".join(buf))
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
-            interval = self.srv.bookmark_interval
+            frequency = self.srv.bookmark_frequency
+            due = next_bookmark(loop.time(), deadline, frequency) if bookmarks else None
             while True:
-                remaining = deadline - loop.time()
+                now = loop.time()
+                if due is not None and now >= due:
+                    await resp.write(_bookmark(rt, store.rv, target))
+                    due = next_bookmark(now, deadline, frequency)
+                remaining = deadline - now
                 if remaining <= 0:
                     break
-                wait = min(remaining, interval) if bookmarks else remaining
+                wait = remaining if due is None else min(remaining, max(0.0, due - now))
                 try:
                     item2 = await asyncio.wait_for(w.queue.get(), wait)
                 except TimeoutError:
-                    if bookmarks and w.queue.empty():
-                        await resp.write(_bookmark(rt, store.rv, target))
                     continue
                 if item2 is None:
                     break
@@ -505,8 +508,6 @@ class Handlers:
                 await resp.write(b"".join(lines))
                 if limit is not None and sent >= limit:
                     return resp
-            if bookmarks:
-                await resp.write(_bookmark(rt, store.rv, target))
         except (ConnectionResetError, ConnectionError):
             return resp
         finally:
@@ -514,6 +515,33 @@ class Handlers:
         with contextlib.suppress(ConnectionError):
             await resp.write_eof()
         return resp
+
+
+def _watch_timeout(raw: str | None, default: float) -> float:
+    """`timeoutSeconds` as kube reads it: an integer (so never `inf` nor `nan`, which
+    would hold a watch open for ever); 0 or absent means the server's default."""
+    if not raw:
+        return default
+    try:
+        seconds = int(raw)
+    except ValueError:
+        raise errors.bad_request(
+            f'invalid value for timeoutSeconds: strconv.ParseInt: parsing "{raw}": invalid syntax'
+        ) from None
+    return float(seconds) if seconds else default
+
+
+def next_bookmark(now: float, deadline: float, frequency: float) -> float | None:
+    """When a watch's next BOOKMARK is due, as kube's cacher schedules it.
+
+    About every `frequency` (kube: a minute), and once shortly before the watch's
+    deadline (2 s before), so a client resumes from a fresh resourceVersion when the
+    server ends the watch; None when that moment has passed. A bookmark every idle
+    second (what this server once sent) breaks client-go watches that cannot decode
+    the object kind and makes them relist.
+    """
+    due = min(now + frequency, deadline - PRE_TIMEOUT_BOOKMARK)
+    return None if due < now else due
 
 
 def _event_line(typ: str, item: Any, api_version: str) -> bytes:

@@ -28,7 +28,7 @@ from sedna.runtime.messaging.auth import token_valid
 from .bodies import MAX_BODY_BYTES
 from .faults import FaultInjector
 from .gc import GarbageCollector
-from .handlers import Handlers
+from .handlers import DEFAULT_BOOKMARK_FREQUENCY, Handlers
 from .housekeeping import (
     DEFAULT_EVENT_TTL,
     DEFAULT_TERMINATED_POD_THRESHOLD,
@@ -101,6 +101,7 @@ class APIServer:
         terminated_pod_threshold: int = DEFAULT_TERMINATED_POD_THRESHOLD,
         housekeeping_interval: float | None = None,
         clock: Callable[[], datetime] | None = None,
+        bookmark_frequency: float = DEFAULT_BOOKMARK_FREQUENCY,
     ) -> None:
         self.host = host
         if not is_loopback(host):
@@ -144,8 +145,9 @@ class APIServer:
         )
         self.housekeeping_interval = housekeeping_interval
         self._sweep_timer: asyncio.TimerHandle | None = None
-        # watch tuning; tests may lower these
-        self.bookmark_interval = 1.0
+        # watch tuning: BOOKMARKs (when asked for) every `bookmark_frequency` seconds and
+        # 2 s before a watch's deadline, as kube's cacher; tests may lower it
+        self.bookmark_frequency = bookmark_frequency
         self.watch_timeout = 1800.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
