@@ -27,6 +27,7 @@ from . import (
     schema_validation,
     tables,
 )
+from .dryrun import dry_run
 from .errors import APIError
 from .negotiation import Target
 from .patches import (
@@ -260,8 +261,9 @@ class Handlers:
                 )
             if rt.namespaced and ns is None:
                 raise _page_not_found()
+            dry = dry_run(verb, query.getall("dryRun", []))
             body = await _body(request)
-            created = self.ops.create(rt, ns, body, _field_validation(request))
+            created = self.ops.create(rt, ns, body, _field_validation(request), dry_run=dry)
             self._faults_after_commit(verb, resource)
             return _json_written(created, 201)
         if rt.namespaced and ns is None:
@@ -275,8 +277,11 @@ class Handlers:
                 "the server does not allow this method on the requested resource",
             )
         if verb == "update":
+            dry = dry_run(verb, query.getall("dryRun", []))
             body = await _body(request)
-            updated = self.ops.update(rt, ns, name, body, sub, _field_validation(request))
+            updated = self.ops.update(
+                rt, ns, name, body, sub, _field_validation(request), dry_run=dry
+            )
             self._faults_after_commit(verb, resource)
             return _json_written(updated)
         if verb == "patch":
@@ -284,7 +289,8 @@ class Handlers:
             self._faults_after_commit(verb, resource)
             return _json_written(patched)
         opts = await _delete_options(request)
-        code, out = self.ops.delete(rt, ns, name, opts)
+        dry = dry_run(verb, request.query.getall("dryRun", []), opts)
+        code, out = self.ops.delete(rt, ns, name, opts, dry_run=dry)
         self._faults_after_commit(verb, resource)
         return _json(out, code)
 
@@ -340,6 +346,7 @@ class Handlers:
     async def _patch(
         self, request: web.Request, rt: ResourceType, ns: str | None, name: str, sub: str | None
     ) -> dict[str, Any]:
+        dry = dry_run("patch", request.query.getall("dryRun", []))
         ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
         accepted = [JSON_PATCH, MERGE_PATCH] + ([] if rt.custom else [STRATEGIC_PATCH])
         if ctype not in accepted or ctype == APPLY_PATCH:
@@ -371,7 +378,7 @@ class Handlers:
                 "metadata.name and metadata.namespace cannot be changed by a patch"
             )
         return self.ops.commit_update(
-            rt, old, new, sub, field_validation=_field_validation(request)
+            rt, old, new, sub, field_validation=_field_validation(request), dry_run=dry
         )
 
     async def _delete_collection(
@@ -382,12 +389,15 @@ class Handlers:
             parse_field_selector(request.query.get("fieldSelector"), rt.kind),
         )
         opts = await _delete_options(request)
+        dry = dry_run("deletecollection", request.query.getall("dryRun", []), opts)
         listed = self.ops.list(rt, ns, matcher)
         items = []
         for obj in listed["items"]:
             m = obj["metadata"]
             with contextlib.suppress(APIError):
-                items.append(self.ops.delete(rt, m.get("namespace"), m["name"], opts)[1])
+                items.append(
+                    self.ops.delete(rt, m.get("namespace"), m["name"], opts, dry_run=dry)[1]
+                )
         listed["items"] = [o for o in items if o.get("kind") != "Status"]
         return _json(listed)
 
