@@ -60,10 +60,12 @@ PKI_DIR_NAME = "pki"
 class EmbeddedMode:
     """Owns the embedded API server and the simulated nodes for one GM process."""
 
-    def __init__(self, config: GMConfig, *, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self, config: GMConfig, *, cert_clock: Callable[[], datetime] | None = None
+    ) -> None:
         self.config = config
-        # the API server's wall clock (certificate renewal, housekeeping); tests move it
-        self._clock = clock
+        # the wall clock of the API server's certificates (their renewal); tests move it
+        self._cert_clock = cert_clock
         self.settings = config.embedded
         self.state_dir = Path(self.settings.stateDir)
         self.kubeconfig = self.state_dir / KUBECONFIG_NAME
@@ -100,7 +102,7 @@ class EmbeddedMode:
             event_ttl=s.eventTTLSeconds,
             terminated_pod_threshold=s.terminatedPodGCThreshold,
             housekeeping_interval=HOUSEKEEPING_INTERVAL,
-            clock=self._clock,
+            cert_clock=self._cert_clock,
         )
         try:
             server.start()

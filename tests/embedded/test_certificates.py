@@ -110,7 +110,7 @@ def test_a_client_built_before_a_restart_keeps_working(state: Path, tmp_path: Pa
 def test_expired_serving_certificate_is_renewed_at_start(tmp_path: Path) -> None:
     """The state of a host that was off for 400 days: its certificate has expired."""
     pki, port = tmp_path / "pki", _free_port()
-    old = APIServer("127.0.0.1", port, pki_dir=pki, clock=Clock(-400 * DAY), tokens=["t0k"])
+    old = APIServer("127.0.0.1", port, pki_dir=pki, cert_clock=Clock(-400 * DAY), tokens=["t0k"])
     kubeconfig = tmp_path / "kubeconfig"
     old.write_kubeconfig(kubeconfig)
     ca_before = (pki / "ca.crt").read_bytes()
@@ -130,7 +130,9 @@ def test_expired_serving_certificate_is_renewed_at_start(tmp_path: Path) -> None
 
 def test_running_server_renews_after_a_clock_jump(tmp_path: Path) -> None:
     clock = Clock(-400 * DAY)
-    srv = APIServer("127.0.0.1", 0, pki_dir=tmp_path / "pki", clock=clock, cert_check_interval=0.05)
+    srv = APIServer(
+        "127.0.0.1", 0, pki_dir=tmp_path / "pki", cert_clock=clock, cert_check_interval=0.05
+    )
     srv.start()
     try:
         ca = srv.cert.ca_pem
@@ -155,7 +157,7 @@ def test_ca_near_its_end_is_renewed_with_the_same_key(state: Path) -> None:
     """Nine and a half years on, the CA is renewed; clients trusting the old CA
     certificate still verify the server, and the kubeconfig is rewritten."""
     clock = Clock()
-    mode = EmbeddedMode(_config(state, 0), clock=clock)
+    mode = EmbeddedMode(_config(state, 0), cert_clock=clock)
     prepared = mode.prepare()
     try:
         server = mode.server

@@ -108,6 +108,7 @@ class APIServer:
         clock: Callable[[], datetime] | None = None,
         bookmark_frequency: float = DEFAULT_BOOKMARK_FREQUENCY,
         cert_check_interval: float = DEFAULT_CERT_CHECK_INTERVAL,
+        cert_clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.host = host
         if not is_loopback(host):
@@ -122,9 +123,9 @@ class APIServer:
             self._own_pki = tempfile.TemporaryDirectory(prefix="sedna-apiserver-pki-")
             pki_dir = Path(self._own_pki.name)
         # CA and serving certificate, kept there across restarts and renewed when due
-        # (tls.py); checked every `cert_check_interval` seconds while serving
+        # (tls.py) by `cert_clock`; checked every `cert_check_interval` seconds while serving
         self._pki_dir = Path(pki_dir)
-        self._cert_clock = clock or utc_now
+        self._cert_clock = cert_clock or utc_now
         self.cert: ServerCert = ensure_pki(self._pki_dir, host, self._cert_clock)[0]
         self.cert_check_interval = cert_check_interval
         self._ssl: ssl.SSLContext | None = None
