@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .errors import APIError
+from .errors import APIError, bad_request
 
 DRY_RUN_ALL = "All"
 # the options kind each verb decodes its query into (kube's error names it)
@@ -42,7 +42,8 @@ def dry_run(verb: str, query: Iterable[str], options: Mapping[str, Any] | None =
         if body is not None and (
             not isinstance(body, list) or not all(isinstance(v, str) for v in body)
         ):
-            raise _invalid(verb, 'Invalid value: "dryRun": must be a list of strings')
+            # kube fails to decode such a body at all; a 400 says so without a 500
+            raise bad_request("invalid DeleteOptions body: dryRun must be a list of strings")
         values = list(body or ()) + values
     if any(v != DRY_RUN_ALL for v in values):
         shown = _go_strings(values)
