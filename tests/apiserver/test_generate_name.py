@@ -38,6 +38,15 @@ def test_worker_pod_of_a_job_with_a_long_name(api_client: ApiClient, namespace: 
     assert re.fullmatch(re.escape(job[:58]) + SUFFIX, name)
 
 
+def test_prefix_validated_as_kube_masks_its_trailing_dash(
+    api_client: ApiClient, namespace: str
+) -> None:
+    """kube turns the last two characters of `...-` into one `a` before checking, so a
+    254-character prefix ending in a dash passes (and is cut to 58)."""
+    name = _create(api_client, namespace, "a" * 253 + "-")
+    assert re.fullmatch("a{58}" + SUFFIX, name)
+
+
 @pytest.mark.parametrize(
     "generate_name",
     ["Bad_Name-", "-x-", "a" * 254, "x/y-", "..-"],

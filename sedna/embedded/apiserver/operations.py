@@ -288,9 +288,11 @@ class Operations:
 
     def _validate_name(self, rt: ResourceType, name: str, field: str = "metadata.name") -> None:
         rx = _NAME_RE_LOOSE if rt.plural in ("events",) else _NAME_RE
-        # a generateName may end in '-' (kube masks the trailing dash before checking)
-        checked = name[:-1] + "a" if field.endswith("generateName") and name.endswith("-") else name
-        if len(name) > 253 or not rx.match(checked):
+        checked = name
+        if field.endswith("generateName") and len(name) > 1 and name.endswith("-"):
+            # kube's maskTrailingDash, verbatim: its last two characters become one "a"
+            checked = name[:-2] + "a"
+        if len(checked) > 253 or not rx.match(checked):
             raise errors.invalid(
                 rt.kind,
                 name,
