@@ -17,6 +17,7 @@ from loguru import logger
 
 from sedna.plugins import HookError, LoadedPlugins, PluginError, load_plugins
 from sedna.plugins.kinds import KindsUnknown, check_foreign_kinds, warn_unreconciled
+from sedna.runtime.api_reachability import APIReachability
 from sedna.runtime.config import GMConfig
 from sedna.runtime.container import RuntimeContainer
 from sedna.runtime.context import ControllerContext
@@ -241,6 +242,8 @@ class Manager:
         )
         self.health.add_liveness("ping", lambda: True)
         self.health.add_readiness("active", self._active.is_set)
+        # asked on demand: a GM that cannot reach its API is not ready (no idle polling)
+        self.health.add_readiness("apiserver", APIReachability(self.container.kube()))
         with listen_errors("metrics.port", m.address, m.port):
             self.health.start()
         logger.info(

@@ -21,6 +21,8 @@ import contextlib
 import os
 import secrets
 import ssl
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +60,12 @@ PKI_DIR_NAME = "pki"
 class EmbeddedMode:
     """Owns the embedded API server and the simulated nodes for one GM process."""
 
-    def __init__(self, config: GMConfig) -> None:
+    def __init__(
+        self, config: GMConfig, *, cert_clock: Callable[[], datetime] | None = None
+    ) -> None:
         self.config = config
+        # the wall clock of the API server's certificates (their renewal); tests move it
+        self._cert_clock = cert_clock
         self.settings = config.embedded
         self.state_dir = Path(self.settings.stateDir)
         self.kubeconfig = self.state_dir / KUBECONFIG_NAME
@@ -96,6 +102,7 @@ class EmbeddedMode:
             event_ttl=s.eventTTLSeconds,
             terminated_pod_threshold=s.terminatedPodGCThreshold,
             housekeeping_interval=HOUSEKEEPING_INTERVAL,
+            cert_clock=self._cert_clock,
         )
         try:
             server.start()
@@ -106,6 +113,7 @@ class EmbeddedMode:
                 "(set embedded.port: 0 to pick a free port)"
             ) from None
         self.server = server
+        server.on_ca_renewed(lambda _cert: self._rewrite_kubeconfig())
         # A kubeconfig left by the last run names a server that is not up yet. Removed only
         # once this server listens: a second GM started on the same stateDir fails on the
         # port above and must leave the running GM's kubeconfig alone.
@@ -116,6 +124,19 @@ class EmbeddedMode:
         except BaseException:
             self.stop()
             raise
+
+    def _rewrite_kubeconfig(self) -> None:
+        """After the CA certificate was renewed: the kubeconfig hands out the new one.
+
+        Clients that read the old kubeconfig keep working: the CA keeps its key, so the
+        serving certificate verifies against either."""
+        server = self.server
+        if server is None or self._prepared is None:
+            return  # not yet written: _seed writes it with the current CA
+        tmp = self.kubeconfig.with_name(KUBECONFIG_NAME + ".renew")
+        server.write_kubeconfig(tmp)
+        os.replace(tmp, self.kubeconfig)
+        logger.info("embedded: CA certificate renewed, kubeconfig {} rewritten", self.kubeconfig)
 
     def _api_token(self) -> str:
         """The API server's token, kept across restarts so an old kubeconfig stays valid."""

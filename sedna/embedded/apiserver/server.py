@@ -12,6 +12,7 @@ import copy
 import ipaddress
 import os
 import secrets
+import ssl
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -28,7 +29,7 @@ from sedna.runtime.messaging.auth import token_valid
 from .bodies import MAX_BODY_BYTES
 from .faults import FaultInjector
 from .gc import GarbageCollector
-from .handlers import Handlers
+from .handlers import DEFAULT_BOOKMARK_FREQUENCY, Handlers
 from .housekeeping import (
     DEFAULT_EVENT_TTL,
     DEFAULT_TERMINATED_POD_THRESHOLD,
@@ -40,7 +41,7 @@ from .persistence import SQLitePersister
 from .requests import PROCESS_REQUESTS, RequestRecorder
 from .resources import CRD_KEY, Registry
 from .store import Store
-from .tls import make_server_cert
+from .tls import ServerCert, ensure_pki, utc_now
 from .watch import DEFAULT_HISTORY_BYTES, WatchHub
 
 T = TypeVar("T")
@@ -59,6 +60,10 @@ def _load_yaml(path: Path) -> list[Any]:
         _yaml_cache[key] = docs
     return docs
 
+
+# How often a serving server checks whether its certificates are due for renewal: an
+# hourly wake-up costs nothing idle, and renewal starts 30 days before expiry.
+DEFAULT_CERT_CHECK_INTERVAL = 3600.0
 
 # How long a connection may stay silent: before its first request's headers are
 # complete, and between requests. Watches stream, so they are not idle.
@@ -101,6 +106,9 @@ class APIServer:
         terminated_pod_threshold: int = DEFAULT_TERMINATED_POD_THRESHOLD,
         housekeeping_interval: float | None = None,
         clock: Callable[[], datetime] | None = None,
+        bookmark_frequency: float = DEFAULT_BOOKMARK_FREQUENCY,
+        cert_check_interval: float = DEFAULT_CERT_CHECK_INTERVAL,
+        cert_clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.host = host
         if not is_loopback(host):
@@ -114,7 +122,15 @@ class APIServer:
         if pki_dir is None:
             self._own_pki = tempfile.TemporaryDirectory(prefix="sedna-apiserver-pki-")
             pki_dir = Path(self._own_pki.name)
-        self.cert = make_server_cert(Path(pki_dir), host)
+        # CA and serving certificate, kept there across restarts and renewed when due
+        # (tls.py) by `cert_clock`; checked every `cert_check_interval` seconds while serving
+        self._pki_dir = Path(pki_dir)
+        self._cert_clock = cert_clock or utc_now
+        self.cert: ServerCert = ensure_pki(self._pki_dir, host, self._cert_clock)[0]
+        self.cert_check_interval = cert_check_interval
+        self._ssl: ssl.SSLContext | None = None
+        self._cert_timer: asyncio.TimerHandle | None = None
+        self._ca_listeners: list[Callable[[ServerCert], None]] = []
         given = [t for t in (tokens or ()) if t]
         self.token = given[0] if given else secrets.token_urlsafe(32)
         self._tokens = frozenset([self.token, *given])
@@ -144,8 +160,9 @@ class APIServer:
         )
         self.housekeeping_interval = housekeeping_interval
         self._sweep_timer: asyncio.TimerHandle | None = None
-        # watch tuning; tests may lower these
-        self.bookmark_interval = 1.0
+        # watch tuning: BOOKMARKs (when asked for) every `bookmark_frequency` seconds and
+        # 2 s before a watch's deadline, as kube's cacher; tests may lower it
+        self.bookmark_frequency = bookmark_frequency
         self.watch_timeout = 1800.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -232,7 +249,7 @@ class APIServer:
             self._port,
             backlog=1024,
             reuse_address=True,
-            ssl_context=self.cert.context(),
+            ssl_context=self._serving_context(),
         )
         await site.start()
         server = site._server
@@ -242,6 +259,56 @@ class APIServer:
             self._port = sockets[0].getsockname()[1]
         if self.housekeeping_interval:
             self._schedule_sweep(self.housekeeping_interval)
+        self._schedule_cert_check()
+
+    # ---- certificates --------------------------------------------------------------
+    def _serving_context(self) -> ssl.SSLContext:
+        self._ssl = self.cert.context()
+        return self._ssl
+
+    def on_ca_renewed(self, callback: Callable[[ServerCert], None]) -> None:
+        """Call `callback` (on the server's thread) after the CA certificate changed, so
+        whoever hands it out (a kubeconfig) can rewrite it."""
+        self._ca_listeners.append(callback)
+
+    def check_certificates(self) -> bool:
+        """Renew what is due (see `tls.ensure_pki`) and serve it from the next handshake
+        on, without a restart. True when anything was renewed."""
+        return self._call(self._check_certificates)
+
+    def _check_certificates(self) -> bool:
+        issued, ca_changed = ensure_pki(self._pki_dir, self.host, self._cert_clock)
+        if issued == self.cert and not ca_changed:
+            return False
+        self.cert = issued
+        if self._ssl is not None:
+            # new handshakes take the new chain; open connections keep theirs
+            self._ssl.load_cert_chain(issued.cert_file, issued.key_file)
+        logger.info(
+            "embedded apiserver: certificate renewed, valid until {}{}",
+            issued.not_after.isoformat(),
+            " (new CA certificate, same key)" if ca_changed else "",
+        )
+        if ca_changed:
+            for callback in self._ca_listeners:
+                try:
+                    callback(issued)
+                except Exception as exc:  # one failing holder must not stop the others
+                    logger.error("embedded apiserver: CA renewal hook failed: {}", exc)
+        return True
+
+    def _schedule_cert_check(self) -> None:
+        loop = self._loop
+        if loop is not None and self.cert_check_interval > 0:
+            self._cert_timer = loop.call_later(self.cert_check_interval, self._periodic_cert_check)
+
+    def _periodic_cert_check(self) -> None:
+        self._cert_timer = None
+        try:
+            self._check_certificates()
+        except Exception as exc:  # a failed renewal is retried at the next check
+            logger.exception("embedded apiserver: certificate renewal failed: {}", exc)
+        self._schedule_cert_check()
 
     # ---- housekeeping --------------------------------------------------------------
     def sweep(self, now: datetime | None = None) -> SweepResult:
@@ -272,6 +339,9 @@ class APIServer:
             self._schedule_sweep(min(interval, 1.0) if more else interval)
 
     async def _shutdown(self) -> None:
+        if self._cert_timer is not None:
+            self._cert_timer.cancel()
+            self._cert_timer = None
         if self._sweep_timer is not None:
             self._sweep_timer.cancel()
             self._sweep_timer = None
@@ -350,7 +420,7 @@ class APIServer:
                     "name": "embedded",
                     "cluster": {
                         "server": self.url,
-                        "certificate-authority-data": base64.b64encode(self.cert.cert_pem).decode(),
+                        "certificate-authority-data": base64.b64encode(self.cert.ca_pem).decode(),
                     },
                 }
             ],
@@ -376,7 +446,7 @@ class APIServer:
 
         cfg = kubernetes.client.Configuration()
         cfg.host = self.url
-        cfg.ssl_ca_cert = str(self.cert.cert_file)
+        cfg.ssl_ca_cert = str(self.cert.ca_file)
         cfg.api_key = {"authorization": self.token}
         cfg.api_key_prefix = {"authorization": "Bearer"}
         return cfg
