@@ -109,7 +109,9 @@ def test_a_reconnect_replays_only_that_nodes_objects(
     assert sample(metrics, "lc_messages_sent_total", kind="dataset") == 3  # ds twice, other once
 
 
-def test_reconnecting_in_a_loop_never_grows_the_queue(make_layer: LayerFactory) -> None:
+def test_reconnecting_in_a_loop_never_grows_the_queue(
+    make_layer: LayerFactory, logs: list[str]
+) -> None:
     """A hostile or crashing LC that reconnects over and over costs one message per routed
     object, never more: the replay coalesces with what is already waiting."""
     layer = make_layer(maxQueuePerNode=3)
@@ -125,3 +127,5 @@ def test_reconnecting_in_a_loop_never_grows_the_queue(make_layer: LayerFactory) 
     got = last.recv_all(3)
     assert {m.header["resourceName"] for m in got} == {"m2", "m3", "m4"}
     assert last.nothing_waiting()
+    # the operator is told that the bound is too small for what this node is routed
+    assert any("was routed more objects than websocket.maxQueuePerNode (3)" in x for x in logs)

@@ -214,6 +214,12 @@ class NodeQueue:
         with self._lock:
             return len(self._retained)
 
+    @property
+    def retained_evicted(self) -> int:
+        """Routed objects no longer replayed because the node has more than the bound."""
+        with self._lock:
+            return self._retained.evicted
+
     def clear(self) -> int:
         """Forget every waiting message (at shutdown); return how many there were."""
         with self._lock:

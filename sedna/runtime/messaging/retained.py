@@ -10,8 +10,9 @@ every object routed to it as soon as it is back, and no other node is touched.
 Replay order follows what Sedna's LC needs: Datasets, then Models, then the objects
 that use them (jobs and services), each group in the order of its last send. Memory is
 one encoded frame per routed object (the string the queue already held, not a copy),
-at most the queue's bound per node; beyond it the object sent longest ago is no longer
-replayed (the controllers' resync still sends it).
+at most the queue's bound per node, since a replay must fit in the queue; beyond it the
+object sent longest ago is no longer replayed (`evicted` counts them, and the layer
+warns at the next replay that the bound is too small for that node).
 
 Not thread-safe: `NodeQueue` uses it under its own lock.
 """
@@ -32,11 +33,12 @@ REPLAY_FIRST = ("dataset", "model")
 class Retained:
     """The last routed message per key of one node, bounded (oldest last-send evicted)."""
 
-    __slots__ = ("_bound", "_items")
+    __slots__ = ("_bound", "_items", "evicted")
 
     def __init__(self, bound: int) -> None:
         self._bound = bound
         self._items: OrderedDict[str, Outgoing] = OrderedDict()
+        self.evicted = 0  # objects no longer replayed for want of room
 
     def __len__(self) -> int:
         return len(self._items)
@@ -51,6 +53,7 @@ class Retained:
         items.move_to_end(msg.key)
         while len(items) > self._bound:
             items.popitem(last=False)
+            self.evicted += 1
 
     def in_replay_order(self) -> Iterator[Outgoing]:
         """Every retained message: `REPLAY_FIRST` kinds first, then the rest."""

@@ -929,6 +929,17 @@ class MessageLayer:
         that restarted has it at once, not at the next resync as with Go's GM."""
         for dropped in q.replay():
             self._metrics.lc_messages_dropped.labels(kind=dropped.header.kind).inc()
+        evicted = q.retained_evicted
+        if evicted and self._admit_drop_line(q.node):
+            logger.warning(
+                "node {} was routed more objects than websocket.maxQueuePerNode ({}): {} "
+                "sent longest ago were pushed out of what its LC gets when it connects "
+                "(they reach it when they change, staged jobs and Datasets at the next "
+                "resync); raise the bound",
+                q.node,
+                self._settings.maxQueuePerNode,
+                evicted,
+            )
         logger.debug("node {}: {} routed object(s) queued for its LC", q.node, q.retained)
 
     def _sent_counter(self, kind: str) -> Any:
