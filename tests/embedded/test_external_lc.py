@@ -118,3 +118,10 @@ def test_bad_simulate_options_name_the_field(
     path.write_text(json.dumps({"embedded": {"enabled": True, "simulate": simulate}}))
     with pytest.raises(ConfigError, match=rf"gm.yaml: embedded\.simulate\.{message}"):
         load_config(path)
+
+
+def test_the_real_lc_example_config_runs_edge_node_with_an_external_lc() -> None:
+    config = load_config(PROJECT / "examples" / "real-lc" / "gm.yaml")
+    assert config.embedded.simulate.externalLC == ["edge-node"]
+    assert config.websocket.auth == "none" and config.websocket.address == "127.0.0.1"
+    assert [Path(p).resolve() for p in config.embedded.apply] == [EXAMPLE]
