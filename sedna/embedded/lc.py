@@ -582,7 +582,10 @@ class SimulatedLC:
         current = ds.polled
         if current > job.previous_numbers:
             new = current - job.previous_numbers
-            train = int(_train_prob(job) * new)
+            prob = _train_prob(job)
+            train = int(prob * new)
+            if not 0 <= train <= new:  # Sedna slices its sample list past its end
+                raise LCPanic(f"spec.dataset.trainProb {prob:g}: {train} of {new} new samples")
             job.train_samples += train
             job.eval_samples += new - train
             job.previous_numbers = current
