@@ -292,13 +292,20 @@ class EmbeddedMode:
                 url,
             )
         if sim.externalLC:
+            auth = self._prepared.websocket.auth
             logger.info(
                 "embedded: node(s) {}: kubelet stand-in only, waiting for their LC at {} "
                 "(websocket.auth: {})",
                 ", ".join(sim.externalLC),
                 url,
-                self._prepared.websocket.auth,
+                auth,
             )
+            if auth != "none":
+                logger.warning(
+                    "embedded: Sedna's LC sends no token, so websocket.auth {} refuses it; "
+                    "set websocket.auth: none to run it (see docs/real-lc.md)",
+                    auth,
+                )
 
     def _gm_url(self, manager: Any) -> tuple[str, ssl.SSLContext | None]:
         ws = self._prepared.websocket if self._prepared is not None else self.config.websocket

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loguru import logger
 
 from sedna.embedded.mode import EmbeddedMode
 from sedna.manager import Manager
@@ -125,3 +126,22 @@ def test_the_real_lc_example_config_runs_edge_node_with_an_external_lc() -> None
     assert config.embedded.simulate.externalLC == ["edge-node"]
     assert config.websocket.auth == "none" and config.websocket.address == "127.0.0.1"
     assert [Path(p).resolve() for p in config.embedded.apply] == [EXAMPLE]
+
+
+def test_an_external_lc_behind_token_auth_gets_a_warning(tmp_path: Path) -> None:
+    # Sedna's LC sends no token: with auth node it could never connect.
+    config = _config(tmp_path / "state").model_copy(deep=True)
+    config.websocket.auth = "node"
+    config.websocket.port = 1  # the URL the LCs would dial; no simulated LC dials it
+    config.embedded.simulate.nodes = ["edge-node"]
+    mode = EmbeddedMode(config)
+    lines: list[str] = []
+    sink = logger.add(lambda m: lines.append(str(m)), level="WARNING")
+    try:
+        mode.prepare()
+        mode.start_simulation(None)
+        assert mode.lcs == [] and [k.node for k in mode.kubelets] == ["edge-node"]
+        assert any("Sedna's LC sends no token" in line and "auth node" in line for line in lines)
+    finally:
+        logger.remove(sink)
+        mode.stop()
