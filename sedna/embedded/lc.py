@@ -31,8 +31,8 @@ Differences from the Go LC, on purpose: it ticks every `tick_seconds` and polls 
 every `dataset_poll_seconds` (Go: 10 s and 60 s; `embedded.simulate.jobTickSeconds` and
 `datasetPollSeconds` set them, and the defaults keep the demo's first cycle within
 seconds); a status is reported once per job condition (Go re-arms its trigger flags on
-every tick and relies on emptied sample lists); the dial is retried until `stop()` (Go
-gives up after 5 tries), so a GM restart is survived; no files are written (data files
+every tick and relies on emptied sample lists); the dial is retried every
+`reconnect_seconds` (Go: every 5 s, also without end); no files are written (data files
 and model copies are only named); a `metric[i]` Sedna would panic on leaves the job
 waiting. When the GM has not sent a dataset or model that a job names (the Go GM's
 separate dataset controller may not be running), it is read from the API instead.
