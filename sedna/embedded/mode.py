@@ -8,8 +8,9 @@ provides a token for the simulated LCs and writes `<stateDir>/kubeconfig`; the
 returned config points `kubeConfig` at it, so the manager then runs exactly as
 against a real cluster (official client over HTTP, informers, websocket layer).
 `start_simulation()` adds a Deployment controller stand-in (pods and status for every
-Deployment) and a kubelet and an LC stand-in per simulated node; they use only the API
-and the websocket, so nothing inside the GM knows it is simulated.
+Deployment) and a kubelet and an LC stand-in per simulated node (a kubelet only for a
+node in `simulate.externalLC`, whose LC is a real one); they use only the API and the
+websocket, so nothing inside the GM knows it is simulated.
 
 The CLI imports this module only when `embedded.enabled` is set.
 """
@@ -262,7 +263,11 @@ class EmbeddedMode:
     # -- after the manager started ---------------------------------------------------
 
     def start_simulation(self, manager: Any) -> None:
-        """Start a kubelet and an LC stand-in per simulated node, against the running GM."""
+        """Start a kubelet stand-in per simulated node, and an LC stand-in unless it is external.
+
+        A node in `simulate.externalLC` gets its kubelet only: its LC is a real one (such
+        as Sedna's `sedna-lc`) that dials the GM's websocket as that node.
+        """
         if self.kube is None or self._prepared is None:
             raise RuntimeError("EmbeddedMode.prepare() must run first")
         self.deployments = DeploymentController(self.kube)
@@ -273,32 +278,55 @@ class EmbeddedMode:
         sim = self.settings.simulate
         url, ssl_ctx = self._gm_url(manager)
         for node in nodes:
-            lc = SimulatedLC(
-                node,
-                url,
-                token=self.node_tokens.get(node, self.lc_token),
-                kube=self.kube,
-                growth_per_second=sim.datasetGrowthPerSecond,
-                ssl_context=ssl_ctx,
-                plays=default_plays(),
-            )
+            lc: SimulatedLC | None = None
+            if node not in sim.externalLC:
+                lc = SimulatedLC(
+                    node,
+                    url,
+                    token=self.node_tokens.get(node, self.lc_token),
+                    kube=self.kube,
+                    growth_per_second=sim.datasetGrowthPerSecond,
+                    tick_seconds=sim.jobTickSeconds,
+                    dataset_poll_seconds=sim.datasetPollSeconds,
+                    ssl_context=ssl_ctx,
+                    plays=default_plays(),
+                )
             kubelet = SimulatedKubelet(
                 node,
                 self.kube,
                 pod_start_seconds=sim.podStartSeconds,
                 pod_run_seconds=sim.podRunSeconds,
-                on_worker_finished=lc.worker_finished,
+                # a real LC hears from the workers themselves (its REST API)
+                on_worker_finished=lc.worker_finished if lc is not None else None,
                 log_dir=self.state_dir / LOGS_DIR_NAME,
             )
             kubelet.start()
-            lc.start()
             self.kubelets.append(kubelet)
-            self.lcs.append(lc)
-        logger.info(
-            "embedded: simulating node(s) {} (kubelet + LC each), LCs dial {}",
-            ", ".join(nodes),
-            url,
-        )
+            if lc is not None:
+                lc.start()
+                self.lcs.append(lc)
+        simulated = [n for n in nodes if n not in sim.externalLC]
+        if simulated:
+            logger.info(
+                "embedded: simulating node(s) {} (kubelet + LC each), LCs dial {}",
+                ", ".join(simulated),
+                url,
+            )
+        if sim.externalLC:
+            auth = self._prepared.websocket.auth
+            logger.info(
+                "embedded: node(s) {}: kubelet stand-in only, waiting for their LC at {} "
+                "(websocket.auth: {})",
+                ", ".join(sim.externalLC),
+                url,
+                auth,
+            )
+            if auth != "none":
+                logger.warning(
+                    "embedded: Sedna's LC sends no token, so websocket.auth {} refuses it; "
+                    "set websocket.auth: none to run it (see docs/real-lc.md)",
+                    auth,
+                )
 
     def _gm_url(self, manager: Any) -> tuple[str, ssl.SSLContext | None]:
         ws = self._prepared.websocket if self._prepared is not None else self.config.websocket
