@@ -67,6 +67,8 @@ class LoadedPlugins:
     hooks: Hooks
     discovered: list[DiscoveredPlugin]
     features: list[LoadedFeature] = field(default_factory=list)
+    # installed features the config leaves off (not named, or switched off), sorted
+    left_off: list[str] = field(default_factory=list)
 
     def feature(self, name: str) -> LoadedFeature:
         for f in self.features:
@@ -181,7 +183,9 @@ def load_plugins(
 
     hooks = Hooks(pm)
     loaded = LoadedPlugins(
-        hooks=hooks, discovered=discover_plugins(group) if use_entry_points else []
+        hooks=hooks,
+        discovered=discover_plugins(group) if use_entry_points else [],
+        left_off=sorted(name for name in known if pm.is_blocked(name)),
     )
     try:
         pairs = hooks.features()
