@@ -181,6 +181,52 @@ def test_values_switch_features_namespace_and_token() -> None:
     } in self_role["rules"]
 
 
+def shared_grants(docs: list[dict[str, Any]]) -> list[str]:
+    """(role, group, resource, verb) granted by more than one rule of its role."""
+    out = []
+    for doc in docs:
+        if doc["kind"] not in ("Role", "ClusterRole"):
+            continue
+        seen: set[tuple[str, str, str, tuple[str, ...]]] = set()
+        for rule in doc["rules"]:
+            names = tuple(rule.get("resourceNames") or ())
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        key = (group, resource, verb, names)
+                        if key in seen:
+                            out.append(f"{doc['kind']} {doc['metadata']['name']}: {key}")
+                        seen.add(key)
+    return out
+
+
+@needs_helm
+@pytest.mark.parametrize(
+    "values",
+    [
+        (),
+        ("--set", "features.reid.enabled=false", "--set", "features.dataset.enabled=false"),
+        ("--set", "config.namespace=ai", "--set", "features.incremental_learning.enabled=false"),
+    ],
+)
+def test_no_two_rules_share_a_resource_and_verb(values: tuple[str, ...]) -> None:
+    """Each grant once: ten features needing pods make one rule for pods, not ten."""
+    docs = template(*values)
+    assert shared_grants(docs) == []
+    roles = [d for d in docs if d["kind"] in ("Role", "ClusterRole")]
+    for role in roles:
+        keys = [(tuple(r["apiGroups"]), tuple(r["verbs"]), tuple(r.get("resourceNames") or ()))
+                for r in role["rules"]]  # fmt: skip
+        resources = [(k, r) for k, rule in zip(keys, role["rules"], strict=True)
+                     for r in rule["resources"]]  # fmt: skip
+        assert len(resources) == len(set(resources))
+
+
+def test_the_plain_rbac_grants_each_resource_and_verb_once() -> None:
+    docs = [d for d in yaml.safe_load_all((PROJECT / "config" / "rbac.yaml").read_text()) if d]
+    assert shared_grants(docs) == []
+
+
 def _readyz(port: int) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
