@@ -66,7 +66,7 @@ class GMHarness:
         self.plugins = dict(plugins or {})
         self.clock = clock
         self._api_client_factory = api_client_factory
-        self._apiserver = apiserver
+        self.apiserver = apiserver
         self._token: str | None = None
         # calls the server refused for want of a declared grant, in order, without repeats
         self.denied: list[str] = []
@@ -83,7 +83,7 @@ class GMHarness:
             cache_sync_timeout=10,
         )
         client = self._api_client_factory()
-        issue = getattr(self._apiserver, "issue_token", None)
+        issue = getattr(self.apiserver, "issue_token", None)
         if callable(issue):
             features = [f.feature for f in self.manager.load().features]
             self._token = issue(GM_USER, self._authorizer(grants(self.config, features)))
@@ -122,8 +122,8 @@ class GMHarness:
             # The manager only logs the detector's final verdict (a GM keeps stopping);
             # a test must fail: raises CacheMutationError when the detector is on.
             informers.check_mutations()
-        if self._token is not None and self._apiserver is not None:
-            self._apiserver.revoke_token(self._token)
+        if self._token is not None and self.apiserver is not None:
+            self.apiserver.revoke_token(self._token)
             self._token = None
         if self.denied:
             refused = "; ".join(self.denied)

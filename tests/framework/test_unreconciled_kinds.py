@@ -105,3 +105,24 @@ def test_cli_plugins_shows_which_feature_reconciles_each_kind() -> None:
     assert rows["IncrementalLearningJob"] == ["incremental_learning"]
     assert rows["Dataset"] == ["dataset"]
     assert rows["Model"] == ["-", "no controller: data read by the jobs that name it"]
+
+
+def test_a_plugin_handed_to_the_manager_runs_unless_switched_off() -> None:
+    """An embedding application's or test's own plugin was asked for: naming other
+    features in the config does not leave it off, an explicit `enabled: false` does."""
+    from sedna.plugins import load_plugins
+    from sedna.runtime import Feature, hookimpl
+
+    class Extra:
+        @hookimpl
+        def sedna_features(self) -> list[Feature]:
+            return [Feature("extra", ["ReidJob"], lambda ctx: None)]  # type: ignore[arg-type,return-value]
+
+    named = GMConfig.model_validate({"features": {"dataset": {}}})
+    loaded = load_plugins(named, extra_plugins={"extra": Extra()})
+    assert sorted(f.feature.name for f in loaded.features) == ["dataset", "extra"]
+    assert "extra" not in loaded.left_off
+    off = GMConfig.model_validate({"features": {"dataset": {}, "extra": {"enabled": False}}})
+    loaded = load_plugins(off, extra_plugins={"extra": Extra()})
+    assert [f.feature.name for f in loaded.features] == ["dataset"]
+    assert "extra" in loaded.left_off
