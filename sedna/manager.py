@@ -136,6 +136,10 @@ class Manager:
         except KubeConfigError as exc:  # an operator error: one line, no traceback
             raise StartupError(f"cannot configure the Kubernetes client: {exc}") from None
         self._check_kinds(plugins, kube)
+        if plugins.left_off:
+            logger.info(
+                "installed features left off by the config: {}", ", ".join(plugins.left_off)
+            )
         try:
             self._start_health()
             if self.config.leaderElection.enabled:

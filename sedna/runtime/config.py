@@ -257,9 +257,22 @@ class GMConfig(_Section):
     # key path -> the SEDNA_GM_ variable that set it (load_config fills it in)
     _set_by: dict[tuple[str, ...], str] = PrivateAttr(default_factory=dict)
 
+    @property
+    def names_features(self) -> bool:
+        """Whether `features:` names a feature to run (a section not switched off).
+
+        Then it is the list of what runs: a config for one feature need not switch off
+        every other installed one. A map that names none (absent, empty, or only
+        `enabled: false` sections) leaves every installed feature on but those.
+        """
+        return any(section.enabled for section in self.features.values())
+
     def feature(self, name: str) -> FeatureConfig:
-        """The section of one feature; an absent section means enabled with defaults."""
-        return self.features.get(name) or FeatureConfig()
+        """The section of one feature; an absent one is off when others are named."""
+        section = self.features.get(name)
+        if section is not None:
+            return section
+        return FeatureConfig(enabled=not self.names_features)
 
     def source_of(self, loc: Iterable[str], source: str) -> str:
         """Where the value at `loc` came from: `environment VAR`, else `source` (the file).

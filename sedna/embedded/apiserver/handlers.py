@@ -27,6 +27,7 @@ from . import (
     schema_validation,
     tables,
 )
+from .authorization import AccessAttributes
 from .dryrun import dry_run
 from .errors import APIError
 from .negotiation import Target
@@ -164,6 +165,9 @@ class Handlers:
             return _json(doc)
         return await self._resource(request, group, version, rest)
 
+    def _authorize(self, request: web.Request, attrs: AccessAttributes) -> None:
+        self.srv.restricted.check(request.headers.get("Authorization"), attrs)
+
     def _openapi_gv(self, segs: list[str]) -> web.Response:
         if segs[0] == "api" and len(segs) == 2:
             doc = discovery.openapi_v3_doc(self.registry, "", segs[1])
@@ -201,6 +205,7 @@ class Handlers:
                 raise APIError(
                     405, "MethodNotAllowed", "the server does not allow this method on pods/log"
                 )
+            self._authorize(request, AccessAttributes("get", group, "pods/log", ns, name))
             await self._faults("get", "pods/log")
             pod = self.ops.get(rt, ns, name)
             return await logs.serve_log(
@@ -231,6 +236,7 @@ class Handlers:
             )
         resource = plural if sub is None else f"{plural}/{sub}"
         self.srv.requests.record(request.headers.get("User-Agent", ""), verb, group, resource, ns)
+        self._authorize(request, AccessAttributes(verb, group, resource, ns, name))
         await self._faults(verb, resource)
         target: Target | None = None
         if verb in ("get", "list", "watch"):

@@ -26,6 +26,7 @@ from loguru import logger
 
 from sedna.runtime.messaging.auth import token_valid
 
+from .authorization import Authorizer, RestrictedTokens
 from .bodies import MAX_BODY_BYTES
 from .faults import FaultInjector
 from .gc import GarbageCollector
@@ -135,6 +136,8 @@ class APIServer:
         self.token = given[0] if given else secrets.token_urlsafe(32)
         self._tokens = frozenset([self.token, *given])
         self._token_source = token_source
+        # tokens of principals with RBAC, not cluster-admin (`issue_token`)
+        self.restricted = RestrictedTokens()
         self.idle_timeout = idle_timeout
         # where the kubelet's container logs are (`sedna.embedded.pod_logs`); None: no kubelet
         self.pod_logs = pod_logs
@@ -188,13 +191,24 @@ class APIServer:
         scheme, _, candidate = authorization.strip().partition(" ")
         if scheme.lower() != "bearer":
             return False
-        tokens: Iterable[str] = self._tokens
+        tokens: Iterable[str] = self._tokens | self.restricted.tokens()
         if self._token_source is not None:
             try:
-                tokens = self._tokens | frozenset(self._token_source())
+                tokens = frozenset(tokens) | frozenset(self._token_source())
             except Exception as exc:
                 logger.error("embedded apiserver: token source failed ({})", type(exc).__name__)
         return token_valid(candidate.strip(), tokens)
+
+    def issue_token(self, user: str, authorizer: Authorizer) -> str:
+        """A bearer token for `user` whose resource requests `authorizer` must allow.
+
+        A refused request is kube's 403 Forbidden naming the user, verb and resource,
+        so a client that lacks a grant fails here as it would on a cluster.
+        """
+        return self.restricted.issue(user, authorizer)
+
+    def revoke_token(self, token: str) -> None:
+        self.restricted.revoke(token)
 
     # ---- lifecycle -----------------------------------------------------------------
     @property
