@@ -11,7 +11,8 @@ in memory (never as an annotation in the user's object):
 - the object changed apart from its status: `on_change` handlers get (old, new);
 - in every sync of a live object: `reconcile` handlers (add, change, resync, a
   related object's change);
-- the object is gone: `on_delete` handlers get its last known version.
+- the object is gone: `on_delete` handlers get its last known version (the final
+  one the informer had, even if no other handler saw it).
 
 The handlers of one sync succeed or are retried together: the statuses of those that
 succeeded are written, the first error is raised to the `Controller` (Warning Event,
@@ -138,9 +139,10 @@ class KindController(Controller):
         ctx = HandlerContext(self.ctx, key, self.indexes)
         with self._lock:
             last, gone = self._seen.get(key), self._gone.get(key)
-        if last is not None and (obj is None or _uid(obj) != _uid(last)):
+        final = gone or last
+        if final is not None and (obj is None or _uid(obj) != _uid(final)):
             # gone, or deleted and created again between two syncs: the old one is gone
-            _, error = self._run("delete", gone or last, ctx)
+            _, error = self._run("delete", final, ctx)
             if error is not None:
                 raise error
             with self._lock:
@@ -148,8 +150,6 @@ class KindController(Controller):
                 self._gone.pop(key, None)
             last = None
         if obj is None:
-            with self._lock:
-                self._gone.pop(key, None)  # deleted before its handlers ever saw it
             return None
         patches, error = self._run("add", obj, ctx) if last is None else ([], None)
         if last is not None and _essence(last) != _essence(obj):
