@@ -29,6 +29,7 @@ IndexFunction = Callable[[Obj], Iterable[str]]
 """object -> the names (same namespace) or `namespace/name` keys of the objects it relates to."""
 
 REASON_INDEX_ERROR = "IndexError"
+"""The reason of the Warning Event on an object whose index function raised."""
 
 
 class _Warner(Protocol):
