@@ -86,6 +86,8 @@ _EXPORTS: dict[str, str] = {
     "ObjectHandler": "sedna.runtime.declarative",
     "ChangeHandler": "sedna.runtime.declarative",
     "DeleteHandler": "sedna.runtime.declarative",
+    "ReportHandler": "sedna.runtime.declarative",
+    "Change": "sedna.runtime.declarative",
     "REASON_INDEX_ERROR": "sedna.runtime.declarative",
     # workers
     "WorkerRuntime": "sedna.runtime.workers",
@@ -288,6 +290,7 @@ __all__ = [
     "AlreadyExists",
     "ApiAccess",
     "ApiError",
+    "Change",
     "ChangeHandler",
     "Clock",
     "CondData",
@@ -351,6 +354,7 @@ __all__ = [
     "RateLimitingQueue",
     "RealClock",
     "ReportError",
+    "ReportHandler",
     "Resource",
     "ResourceClient",
     "ResourceEventHandlerFuncs",
@@ -509,6 +513,7 @@ if TYPE_CHECKING:
     )
     from sedna.runtime.declarative import (
         REASON_INDEX_ERROR,
+        Change,
         ChangeHandler,
         DeclarativeFeature,
         DeleteHandler,
@@ -517,6 +522,7 @@ if TYPE_CHECKING:
         Index,
         IndexFunction,
         ObjectHandler,
+        ReportHandler,
         StatusPatch,
     )
     from sedna.runtime.events import (

@@ -20,8 +20,9 @@ from sedna.runtime import (
     FakeClock,
     HandlerContext,
     KubeClient,
+    UpstreamMessage,
 )
-from sedna.testing import GMHarness, poll
+from sedna.testing import GMHarness, LCBase, poll
 
 Obj = Mapping[str, Any]
 
@@ -286,3 +287,57 @@ def test_a_declaration_that_cannot_run_is_refused_when_the_plugin_loads() -> Non
 
     with pytest.raises(ValueError, match="relates to Model, which has no handlers"):
         dangling.feature()
+
+
+def test_a_reconcile_handler_is_told_what_changed_since_the_handlers_last_saw_the_object(
+    sedna_gm: Callable[..., GMHarness], sedna_kube: KubeClient, sedna_namespace: str
+) -> None:
+    calls = Calls()
+    feature = DeclarativeFeature("decl_change")
+
+    @feature.reconcile(MODELS)
+    def relay(obj: Obj, ctx: HandlerContext) -> None:
+        old = "-" if ctx.old is None else ctx.old["spec"]["format"]
+        calls.add(str(ctx.change), old, obj["spec"]["format"])
+
+    run(sedna_gm, feature)
+    models = sedna_kube.resource(MODELS)
+    created = models.create(sedna_namespace, model("m", "pb"))
+    poll(lambda: calls(), 10.0, interval=0.05, failure="no sync of the new Model")
+    created["status"] = {"metrics": [{"key": "k", "value": "v"}]}
+    models.replace_status(sedna_namespace, "m", created)
+    poll(lambda: len(calls()) >= 2, 10.0, interval=0.05, failure=lambda _: f"calls {calls()}")
+    current = models.get(sedna_namespace, "m")
+    current["spec"]["format"] = "onnx"
+    models.replace(sedna_namespace, "m", current)
+    poll(lambda: len(calls()) >= 3, 10.0, interval=0.05, failure=lambda _: f"calls {calls()}")
+    assert calls() == [("added", "-", "pb"), ("status", "pb", "pb"), ("changed", "pb", "onnx")]
+
+
+def test_lc_reports_of_a_kind_reach_its_report_handler(
+    sedna_gm: Callable[..., GMHarness],
+    sedna_lc: Callable[[GMHarness, str], LCBase],
+    sedna_kube: KubeClient,
+    sedna_namespace: str,
+) -> None:
+    feature = DeclarativeFeature("decl_report")
+
+    @feature.on_report(MODELS)
+    def record(msg: UpstreamMessage, ctx: HandlerContext) -> None:
+        current = ctx.runtime.kube.resource(MODELS).get(msg.namespace, msg.name)
+        current["status"] = {"metrics": [{"key": "from", "value": msg.node_name}]}
+        ctx.runtime.kube.resource(MODELS).replace_status(msg.namespace, msg.name, current)
+
+    assert feature.feature().kinds == ["Model"]
+    gm = run(sedna_gm, feature, websocket={"authorizeReports": False})
+    sedna_kube.resource(MODELS).create(sedna_namespace, model("m"))
+    lc = sedna_lc(gm, "edge-1")
+    lc.send_status(sedna_namespace, "Model", "m", {"anything": 1})
+    poll(
+        lambda: sedna_kube.resource(MODELS).get(sedna_namespace, "m").get("status") or {},
+        10.0,
+        interval=0.05,
+        failure="the report never reached the report handler",
+    )
+    status = sedna_kube.resource(MODELS).get(sedna_namespace, "m")["status"]
+    assert status == {"metrics": [{"key": "from", "value": "edge-1"}]}

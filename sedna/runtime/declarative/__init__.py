@@ -7,14 +7,15 @@ state to users' objects and changes nothing about how work is queued or retried.
 
 from __future__ import annotations
 
-from .context import HandlerContext
+from .context import Change, HandlerContext
 from .feature import DeclarativeFeature
-from .handlers import ChangeHandler, DeleteHandler, HandlerError, ObjectHandler
+from .handlers import ChangeHandler, DeleteHandler, HandlerError, ObjectHandler, ReportHandler
 from .index import REASON_INDEX_ERROR, Index, IndexFunction
 from .merge import StatusPatch, merge_patch
 
 __all__ = [
     "REASON_INDEX_ERROR",
+    "Change",
     "ChangeHandler",
     "DeclarativeFeature",
     "DeleteHandler",
@@ -23,6 +24,7 @@ __all__ = [
     "Index",
     "IndexFunction",
     "ObjectHandler",
+    "ReportHandler",
     "StatusPatch",
     "merge_patch",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from sedna.runtime.informers import meta_namespace_key
 
@@ -15,7 +15,10 @@ if TYPE_CHECKING:
     from sedna.runtime.events import EventRecorder
     from sedna.runtime.informers import SharedInformer
 
-__all__ = ["HandlerContext"]
+__all__ = ["Change", "HandlerContext"]
+
+Change = Literal["added", "changed", "status", "unchanged", "deleted"]
+"""What changed since the feature's handlers last saw the object (`HandlerContext.change`)."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,12 @@ class HandlerContext:
     runtime: ControllerContext
     key: str
     indexes: Mapping[Index, SharedInformer] = field(default_factory=dict, repr=False)
+    old: Mapping[str, Any] | None = field(default=None, repr=False)
+    """The version the handlers last saw (None for an added object, and in a report)."""
+    change: Change | None = None
+    """`added` (not seen before), `changed` (anything but the status), `status` (only
+    the status or bookkeeping metadata), `unchanged` (a resync, a related object's
+    change, a retry), `deleted`; None in a report handler."""
 
     @property
     def options(self) -> Any:

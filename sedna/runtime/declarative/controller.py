@@ -37,14 +37,15 @@ from sedna.runtime.informers import (
 )
 from sedna.runtime.kube import NotFound, Resource, update_status_with_retry
 
-from .context import HandlerContext
-from .handlers import Handler, call_handler
+from .context import Change, HandlerContext
+from .handlers import Handler, ReportHandler, call_handler
 from .index import Index, guarded
 from .merge import merge_patch
 
 if TYPE_CHECKING:
     from sedna.runtime.context import ControllerContext
     from sedna.runtime.informers.informer import HandlerRegistration
+    from sedna.runtime.upstream import UpstreamMessage
 
 __all__ = ["DeclarativeController", "KindController"]
 
@@ -61,6 +62,15 @@ def _essence(obj: Obj) -> dict[str, Any]:
     every write bumps (so the feature's own status writes are no change)."""
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_METADATA}
     return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": meta}
+
+
+def _change(last: Obj | None, obj: Obj) -> Change:
+    if last is None:
+        return "added"
+    if _essence(last) != _essence(obj):
+        return "changed"
+    rv = (last.get("metadata") or {}).get("resourceVersion")
+    return "status" if rv != (obj.get("metadata") or {}).get("resourceVersion") else "unchanged"
 
 
 def _unwrap(obj: Obj | DeletedFinalStateUnknown) -> Obj:
@@ -136,12 +146,12 @@ class KindController(Controller):
 
     def sync(self, key: str) -> Result | None:
         obj = self.informer.lister.get_by_key(key)
-        ctx = HandlerContext(self.ctx, key, self.indexes)
         with self._lock:
             last, gone = self._seen.get(key), self._gone.get(key)
         final = gone or last
         if final is not None and (obj is None or _uid(obj) != _uid(final)):
             # gone, or deleted and created again between two syncs: the old one is gone
+            ctx = HandlerContext(self.ctx, key, self.indexes, change="deleted")
             _, error = self._run("delete", final, ctx)
             if error is not None:
                 raise error
@@ -151,8 +161,10 @@ class KindController(Controller):
             last = None
         if obj is None:
             return None
-        patches, error = self._run("add", obj, ctx) if last is None else ([], None)
-        if last is not None and _essence(last) != _essence(obj):
+        change = _change(last, obj)
+        ctx = HandlerContext(self.ctx, key, self.indexes, old=last, change=change)
+        patches, error = self._run("add", obj, ctx) if change == "added" else ([], None)
+        if change == "changed":
             patches, error = self._run("change", last, obj, ctx)
         more, reconcile_error = self._run("reconcile", obj, ctx)
         self._write_status(obj, [*patches, *more])
@@ -204,6 +216,7 @@ class DeclarativeController:
         name: str,
         handlers: Sequence[Handler],
         indexes: Sequence[Index],
+        reports: Sequence[tuple[Resource, ReportHandler]] = (),
     ) -> None:
         informers: dict[Index, SharedInformer] = {}
         keys_of: dict[Index, Callable[[Obj], list[str]]] = {}
@@ -228,6 +241,9 @@ class DeclarativeController:
             informer = informers[index]
             related = _related_handler(keys_of[index], target)
             self._related.append((informer, informer.add_event_handler(related)))
+
+        for res, report in reports:
+            ctx.upstream.register(res.kind, _report_handler(ctx, informers, report))
 
     def start(self) -> None:
         for controller in self.controllers.values():
@@ -258,3 +274,15 @@ def _related_handler(
     return ResourceEventHandlerFuncs(
         add=enqueue, update=update, delete=lambda obj: enqueue(_unwrap(obj))
     )
+
+
+def _report_handler(
+    ctx: ControllerContext, informers: Mapping[Index, SharedInformer], handler: ReportHandler
+) -> Callable[[UpstreamMessage], None]:
+    """A report handler as the upstream registry calls it: with a context of its own."""
+
+    def handle(msg: UpstreamMessage) -> None:
+        key = f"{msg.namespace}/{msg.name}" if msg.namespace else msg.name
+        handler(msg, HandlerContext(ctx, key, informers))
+
+    return handle

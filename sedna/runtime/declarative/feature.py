@@ -21,7 +21,15 @@ from sedna.runtime.plugin_api import (
     hookimpl,
 )
 
-from .handlers import ChangeHandler, DeleteHandler, Event, Handler, ObjectHandler, writes_status
+from .handlers import (
+    ChangeHandler,
+    DeleteHandler,
+    Event,
+    Handler,
+    ObjectHandler,
+    ReportHandler,
+    writes_status,
+)
 from .index import Index, IndexFunction
 
 if TYPE_CHECKING:
@@ -32,6 +40,7 @@ __all__ = ["DeclarativeFeature"]
 OH = TypeVar("OH", bound=ObjectHandler)
 CH = TypeVar("CH", bound=ChangeHandler)
 DH = TypeVar("DH", bound=DeleteHandler)
+RH = TypeVar("RH", bound=ReportHandler)
 
 
 class DeclarativeFeature:
@@ -60,6 +69,7 @@ class DeclarativeFeature:
         self.extra_access = tuple(access)
         self.handlers: list[Handler] = []
         self.indexes: list[Index] = []
+        self.reports: list[tuple[Resource, ReportHandler]] = []
 
     # -- declaring -----------------------------------------------------------
 
@@ -105,6 +115,19 @@ class DeclarativeFeature:
 
         return register
 
+    def on_report(self, res: Resource) -> Callable[[RH], RH]:
+        """`fn(msg, ctx) -> None` for each LC report on an object of `res` (an
+        `UpstreamMessage`), in the message layer's thread. It writes what it writes by
+        hand (declare that access); what it raises is logged by the message layer."""
+
+        def register(function: RH) -> RH:
+            if any(kind == res for kind, _ in self.reports):
+                raise ValueError(f"feature {self.name}: a second report handler for {res.kind}")
+            self.reports.append((res, function))
+            return function
+
+        return register
+
     def index(self, source: Resource, *, of: Resource) -> Callable[[IndexFunction], Index]:
         """`fn(source_obj) -> names of `of` objects it relates to` becomes an `Index`.
 
@@ -127,7 +150,8 @@ class DeclarativeFeature:
 
     def kinds(self) -> list[Resource]:
         """The kinds with handlers, in declaration order."""
-        return list(dict.fromkeys(h.resource for h in self.handlers))
+        handled = [h.resource for h in self.handlers] + [res for res, _ in self.reports]
+        return list(dict.fromkeys(handled))
 
     def access(self) -> list[ApiAccess]:
         """The RBAC the declaration needs, plus the `access` given by hand."""
@@ -150,9 +174,9 @@ class DeclarativeFeature:
 
     def check(self) -> None:
         """Refuse a declaration that cannot run, when the plugin is loaded."""
-        if not self.handlers:
+        if not self.handlers and not self.reports:
             raise ValueError(f"feature {self.name}: no handlers declared")
-        kinds = self.kinds()
+        kinds = [h.resource for h in self.handlers]
         for index in self.indexes:
             if index.target not in kinds:
                 raise ValueError(
@@ -185,4 +209,4 @@ class DeclarativeFeature:
     def _build(self, ctx: ControllerContext) -> FeatureController:
         from .controller import DeclarativeController
 
-        return DeclarativeController(ctx, self.name, self.handlers, self.indexes)
+        return DeclarativeController(ctx, self.name, self.handlers, self.indexes, self.reports)

@@ -17,6 +17,8 @@ from sedna.runtime.kube import Resource
 from .merge import StatusPatch, check_patch
 
 if TYPE_CHECKING:
+    from sedna.runtime.upstream import UpstreamMessage
+
     from .context import HandlerContext
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "Handler",
     "HandlerError",
     "ObjectHandler",
+    "ReportHandler",
     "call_handler",
     "writes_status",
 ]
@@ -36,6 +39,8 @@ ChangeHandler = Callable[[Obj, Obj, "HandlerContext"], StatusPatch]
 """A change handler: (old, new, ctx) -> status fields to merge, or None."""
 DeleteHandler = Callable[[Obj, "HandlerContext"], None]
 """A delete handler: (the last known object, ctx) -> None."""
+ReportHandler = Callable[["UpstreamMessage", "HandlerContext"], None]
+"""A report handler: (an LC's report for an object of the kind, ctx) -> None."""
 
 Event = Literal["add", "change", "delete", "reconcile"]
 
