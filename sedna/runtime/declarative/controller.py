@@ -171,8 +171,8 @@ class KindController(Controller):
         if error is not None or reconcile_error is not None:
             raise error or reconcile_error  # type: ignore[misc]
         with self._lock:
+            # a final version recorded meanwhile stays: the next sync's delete gets it
             self._seen[key] = obj
-            self._gone.pop(key, None)
         return None
 
     def _write_status(self, obj: Obj, patches: Sequence[Mapping[str, Any]]) -> None:
