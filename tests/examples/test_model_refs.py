@@ -5,6 +5,7 @@ server; and it stays as short as the docs say."""
 from __future__ import annotations
 
 import copy
+import importlib
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -15,11 +16,13 @@ from typing import Any
 import pytest
 import yaml
 
+from sedna.rbac import grants, ordered_verbs
 from sedna.runtime import (
     EVENTS,
     INCREMENTAL_LEARNING_JOBS,
     MODELS,
     ApiAccess,
+    GMConfig,
     KubeClient,
     ResourceClient,
 )
@@ -36,9 +39,7 @@ def model_refs() -> Iterator[ModuleType]:
     """The example's plugin module, as its installed entry point would load it."""
     sys.path.insert(0, str(EXAMPLE))
     try:
-        import sedna_model_refs
-
-        yield sedna_model_refs
+        yield importlib.import_module("sedna_model_refs")
     finally:
         sys.path.remove(str(EXAMPLE))
 
@@ -93,6 +94,17 @@ def test_its_rbac_comes_from_what_it_declares(model_refs: ModuleType) -> None:
         ApiAccess("sedna.io", ["incrementallearningjobs"], ["list", "watch"]),
         ApiAccess("sedna.io", ["models/status"], ["update"]),
     ]
+    # what `sedna-gm rbac` grants with it, besides the runtime core's own access
+    mine = {
+        (g.group, g.resource, tuple(ordered_verbs(g.verbs)))
+        for g in grants(GMConfig(namespace="ml"), [feature])
+        if g.group == "sedna.io"
+    }
+    assert mine == {
+        ("sedna.io", "models", ("get", "list", "watch")),
+        ("sedna.io", "incrementallearningjobs", ("list", "watch")),
+        ("sedna.io", "models/status", ("update",)),
+    }
 
 
 def test_each_model_counts_the_jobs_that_use_it(
