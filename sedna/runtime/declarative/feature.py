@@ -117,8 +117,9 @@ class DeclarativeFeature:
 
     def on_report(self, res: Resource) -> Callable[[RH], RH]:
         """`fn(msg, ctx) -> None` for each LC report on an object of `res` (an
-        `UpstreamMessage`), in the message layer's thread. It writes what it writes by
-        hand (declare that access); what it raises is logged by the message layer."""
+        `UpstreamMessage`), in the message layer's report workers, which retry a
+        transient API error and log any other. It writes what it writes by hand
+        (declare that access)."""
 
         def register(function: RH) -> RH:
             if any(kind == res for kind, _ in self.reports):

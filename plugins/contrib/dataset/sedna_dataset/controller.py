@@ -6,9 +6,9 @@ secret in the `sedna.io/credential` annotation; a delete (tombstones too) is sen
 `delete`; an LC's `status` report replaces the Dataset's status, `updateTime`
 defaulting to now. It is a declarative feature: the sends run in the handlers of its
 Datasets (one key per Dataset on a workqueue, so a burst of edits is one send of the
-latest version), the reports in the message layer's thread, and nothing that matters
-is kept only in memory, so a restart loses nothing (every Dataset is added again, and
-sent).
+latest version), the reports in the message layer's report workers, and nothing that
+matters is kept only in memory, so a restart loses nothing (every Dataset is added
+again, and sent).
 
 Differences from Sedna, on purpose:
 
@@ -170,7 +170,7 @@ def _warn(ctx: HandlerContext, obj: Obj, reason: str, message: str, report: bool
     ctx.events.warning(outgoing(obj), reason, message)
 
 
-# -- upstream (the message layer's thread) ---------------------------------------------
+# -- upstream (the message layer's report workers) -----------------------------------
 
 
 @feature.on_report(DATASETS)
