@@ -61,6 +61,7 @@ _GROUP_TITLES = {
     "kube access": "API access",
     "informers": "Informers and listers",
     "workqueue and controllers": "Workqueue and controllers",
+    "declarative features": "Declarative features",
     "workers": "Worker pods",
     "messaging": "Edge messaging",
     "events, metrics": "Events, leader election, metrics",

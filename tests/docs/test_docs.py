@@ -31,7 +31,7 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert "Raise from <code>sync</code> for a failure that will pass" in reference
     assert reference.count('class="doc doc-heading"') >= len(sedna.runtime.__all__)
     tutorial = (tmp_path / "tutorial" / "index.html").read_text()
-    assert "ModelCheckController" in tutorial  # the example's code, included
+    assert "Runs for the current version of each Model" in tutorial  # the included code
     cluster = text_of(tmp_path / "cluster" / "index.html")
     for command in ("docker build", "helm install sedna-gm", "--server-side", "token create"):
         assert command in cluster, command
