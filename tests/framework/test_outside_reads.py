@@ -37,7 +37,7 @@ def test_no_test_spells_a_path_beside_the_checkout() -> None:
     """Only `support.outside` knows where Sedna's files are: a test that builds such a path
     itself would bypass the marker and the skip."""
     offenders = []
-    for path in sorted([*TESTS.rglob("*.py"), *(PROJECT_ROOT / "bench").rglob("*.py")]):
+    for path in sorted(TESTS.rglob("*.py")):
         if path == TESTS / "support" / "outside.py" or path == Path(__file__):
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):

@@ -329,3 +329,27 @@ def test_honest_reports_with_several_models_and_metrics_land(
     assert len(ready[-1]["data"]) > 1500
     assert [m["url"] for m in data["input"]["models"]] == [m["url"] for m in models]
     assert data["input"]["models"][2]["metrics"]["map_50"] == 0.8
+
+
+def test_a_job_whose_worker_the_api_server_refuses_says_so(
+    api: Api, make_gm: GMFactory, sample_dir: Path
+) -> None:
+    """A 253-character name leaves no room for `<job>-inference-` (kube's generateName is a
+    name too): Sedna's GM retries for ever, with no Event (its name was too long as well)
+    and no condition. Ours writes both, and waits for a new spec instead of retrying."""
+    make_gm()
+    create_dependencies(api, sample_dir)
+    name = ("a" * 60 + ".") * 4 + "b" * 8
+    assert len(name) == 252
+    api.create(sample_job(sample_dir, name=name))
+    msg = api.wait_event("WorkerInvalid", "metadata.generateName", name=name)
+    assert "the API server refused the inference worker" in msg
+    waiting = wait_until(
+        lambda: (c := api.conditions(name)) and c[-1].get("reason") == "WorkerInvalid" and c[-1],
+        what="the waiting condition saying why",
+    )
+    assert (waiting["stage"], waiting["type"]) == ("Train", "Waiting")
+    assert "generateName" in waiting["message"]
+    (event,) = [e for e in api.events_of(name) if e["reason"] == "WorkerInvalid"]
+    assert len(event["metadata"]["name"]) <= 253
+    assert event["involvedObject"]["name"] == name

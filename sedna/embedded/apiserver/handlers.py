@@ -129,7 +129,7 @@ class Handlers:
             path = path[:-1]
         if path == "/openapi/v2" and "protobuf" in request.headers.get("Accept", ""):
             return web.Response(
-                body=discovery.openapi_v2_protobuf(),
+                body=discovery.openapi_v2_protobuf(self.registry),
                 content_type="application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
             )
         static = self.static.get(path)

@@ -1003,6 +1003,10 @@ class StageMachine(Controller):
                 "WorkerCreateFailed", f"cannot build the {what}: {exc.field}: {exc.message}"
             ) from None
         except ApiError as exc:
+            if exc.status == 422:  # the same pod is refused again: wait for a new spec
+                raise StageBlocked(
+                    "WorkerInvalid", f"the API server refused the {what}: {exc}"
+                ) from None
             raise StageRetry("WorkerCreateFailed", f"cannot create the {what}: {exc}") from None
         return str(_meta(made.pod).get("name", "")), made.adopted
 
