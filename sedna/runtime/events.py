@@ -28,11 +28,10 @@ NORMAL = "Normal"
 WARNING = "Warning"
 
 _STOP = object()
+_MAX_NAME = 253  # a DNS subdomain, the longest name an Event may have
 
 
 @dataclass(frozen=True)
-_MAX_NAME = 253  # a DNS subdomain, the longest name an Event may have
-
 class _Pending:
     involved: dict[str, Any]
     type: str
@@ -157,7 +156,7 @@ class EventRecorder:
         # 64 random bits as client-go's hex suffix; uuid4 reads os.urandom per call. The
         # object's part is cut so the name stays within 253 characters: client-go's is not,
         # and an object with a long name got no Event at all (422).
-        base = (ev.involved["name"] or "unknown")[:_MAX_NAME - 17].rstrip(".-")
+        base = (ev.involved["name"] or "unknown")[: _MAX_NAME - 17].rstrip(".-")
         name = f"{base}.{self._rng.getrandbits(64):016x}"
         body = {
             "apiVersion": "v1",
