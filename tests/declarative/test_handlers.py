@@ -321,7 +321,12 @@ def test_lc_reports_of_a_kind_reach_its_report_handler(
     sedna_kube: KubeClient,
     sedna_namespace: str,
 ) -> None:
-    feature = DeclarativeFeature("decl_report")
+    # what the handler calls by hand is declared by hand (the declaration covers watching)
+    by_hand = [
+        ApiAccess("sedna.io", ["models"], ["get"]),
+        ApiAccess("sedna.io", ["models/status"], ["update"]),
+    ]
+    feature = DeclarativeFeature("decl_report", access=by_hand)
 
     @feature.on_report(MODELS)
     def record(msg: UpstreamMessage, ctx: HandlerContext) -> None:
