@@ -297,19 +297,14 @@ def write(p: Plan) -> list[Path]:
     if sedna:
         resource = f'sedna_resource("{k.plural}")'
         # ruff's isort order: classes, then functions
-        runtime_names = [
-            "ResourceEventHandlerFuncs",
-            "Result",
-            "meta_namespace_key",
-            "sedna_resource",
-        ]
+        runtime_names = ["DeclarativeFeature", "HandlerContext", "sedna_resource"]
         crd_block = ""
         crd_args = ""
         crd_install = ""
         readme_crd = ""
     else:
         resource = _call("Resource", [k.group, k.version, k.plural, k.kind], len("RESOURCE = "))
-        runtime_names = ["Resource", "ResourceEventHandlerFuncs", "Result", "meta_namespace_key"]
+        runtime_names = ["DeclarativeFeature", "HandlerContext", "Resource"]
         crd = _literal(_crd(k), 0, len("CRD = "), 0)
         crd_block = f"\n# The CRD of {k.kind}, served by the test's API server\nCRD = {crd}\n"
         crd_args = "    sedna_apiserver: Any,\n"
@@ -344,7 +339,6 @@ def write(p: Plan) -> list[Path]:
         f"{p.package}/__init__.py": INIT,
         f"{p.package}/py.typed": "",
         f"{p.package}/options.py": OPTIONS,
-        f"{p.package}/controller.py": CONTROLLER,
         f"{p.package}/plugin.py": PLUGIN,
         f"tests/test_{p.name}.py": TEST,
     }
@@ -411,10 +405,12 @@ features:
     message: reconciled   # the option of $package/options.py
 ```
 
-Where to go from here: `$package/controller.py` is where the feature's logic goes
-(`sync` is called with the key of every $kind that changed); declare each further API
-call in `plugin.py`'s `access`, so the GM's RBAC grants it (the tests fail on a call
-the declared access does not grant, as the cluster would refuse it).
+Where to go from here: the handlers in `$package/plugin.py` are the feature's logic
+(sedna-gm's docs, "Declarative features": add, change and delete handlers, related
+objects through indexes, status from what a handler returns). Declare each API call
+a handler makes by hand in `DeclarativeFeature(..., access=[...])`, so the GM's RBAC
+grants it (the tests fail on a call the declared access does not grant, as the
+cluster would refuse it).
 """
 
 INIT = '''\
@@ -443,8 +439,9 @@ def validate(options: Mapping[str, Any]) -> ${title}Options:
     return ${title}Options.model_validate(options)
 '''
 
-CONTROLLER = '''\
-"""The controller: each $kind that changes is synced by key on a worker."""
+PLUGIN = '''\
+"""The feature, as handlers: what runs for each $kind, and the entry point that tells
+sedna-gm what this plugin provides (its kinds and RBAC are derived from the handlers)."""
 
 from __future__ import annotations
 
@@ -452,95 +449,28 @@ from collections.abc import Mapping
 from typing import Any
 
 from sedna.runtime import (
-    Controller,
-    ControllerContext,
-    DeletedFinalStateUnknown,
 $runtime_names)
-
-from .options import ${title}Options
-
-RESOURCE = $resource
-
-
-class ${title}Controller(Controller):
-    def __init__(self, ctx: ControllerContext) -> None:
-        self.options: ${title}Options = ctx.options
-        self.events = ctx.events
-        self.informer = ctx.informers.informer(RESOURCE)
-        super().__init__(
-            "$name",
-            workers=ctx.workers,
-            metrics=ctx.metrics,
-            clock=ctx.clock,
-            events=ctx.events,  # a failing sync becomes a Warning Event on its object
-            informer=self.informer,
-        )
-        self.informer.add_event_handler(
-            ResourceEventHandlerFuncs(
-                add=self._enqueue,
-                update=lambda _old, new: self._enqueue(new),
-                delete=self._enqueue,
-            )
-        )
-
-    def _enqueue(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
-        self.enqueue(meta_namespace_key(obj))
-
-    def sync(self, key: str) -> Result | None:
-        obj = self.informer.lister.get_by_key(key)
-        if obj is None:
-            return None  # deleted
-        # Raise TemporaryError(msg, delay=s) to retry later, PermanentError(msg) to
-        # give up until the object changes.
-        self.events.normal(obj, "Reconciled", self.options.message)
-        return None
-
-    def start(self) -> None:
-        self.run()
-'''
-
-PLUGIN = '''\
-"""The entry point: what sedna-gm imports to learn what this plugin provides."""
-
-from __future__ import annotations
-
-from collections.abc import Sequence
-
-from sedna.runtime import (
-    ApiAccess,
-    ControllerContext,
-    Feature,
-    FeatureController,
-    hookimpl,
-)
 
 from .options import validate
 
+RESOURCE = $resource
 
-def _build(ctx: ControllerContext) -> FeatureController:
-    from .controller import ${title}Controller  # imported only when the feature runs
+feature = DeclarativeFeature(
+    "$name",  # the entry point's name, and its key under `features:` in gm.yaml
+    validate_options=validate,
+)
 
-    return ${title}Controller(ctx)
+
+@feature.reconcile(RESOURCE)
+def reconcile(obj: Mapping[str, Any], ctx: HandlerContext) -> None:
+    """Runs for the current version of each $kind: when it is added or changed, and
+    at the informer's periodic resync. Raise TemporaryError(msg, delay=s) to retry
+    later, PermanentError(msg) to wait until the object changes (both become a Warning
+    Event on it); return a dict instead of None to merge it into its status."""
+    ctx.events.normal(obj, "Reconciled", ctx.options.message)
 
 
-@hookimpl
-def sedna_features() -> Sequence[Feature]:
-    return [
-        Feature(
-            name="$name",
-            kinds=["$kind"],
-            factory=_build,
-            validate_options=validate,
-            # every API call the feature makes (the GM's RBAC is generated from it)
-            access=[
-                ApiAccess(
-                    "$group",
-                    ["$plural"],
-                    ["get", "list", "watch"],
-                ),
-            ],
-        )
-    ]
+sedna_features = feature.hook()
 '''
 
 TEST = '''\

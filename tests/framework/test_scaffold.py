@@ -50,7 +50,6 @@ def test_the_scaffold_installs_lists_type_checks_and_passes_its_test(tmp_path: P
         "README.md",
         "pyproject.toml",
         "sedna_edge_audit/__init__.py",
-        "sedna_edge_audit/controller.py",
         "sedna_edge_audit/options.py",
         "sedna_edge_audit/plugin.py",
         "sedna_edge_audit/py.typed",
@@ -199,10 +198,9 @@ def test_a_crds_kind_gets_its_group_version_and_plural(tmp_path: Path) -> None:
     )
     assert made.returncode == 0, made.stderr
     package = tmp_path / "box_watch" / "sedna_box_watch"
-    controller = (package / "controller.py").read_text()
-    assert 'RESOURCE = Resource("shop.example.com", "v1beta1", "boxes", "Box")' in controller
     plugin = (package / "plugin.py").read_text()
-    assert '"shop.example.com",\n                    ["boxes"],' in plugin
+    assert 'RESOURCE = Resource("shop.example.com", "v1beta1", "boxes", "Box")' in plugin
+    assert "@feature.reconcile(RESOURCE)" in plugin  # its RBAC is derived from the handler
     test = (tmp_path / "box_watch" / "tests" / "test_box_watch.py").read_text()
     assert '"apiVersion": "shop.example.com/v1beta1"' in test
     assert '"name": "boxes.shop.example.com"' in test
