@@ -244,6 +244,7 @@ class EmbeddedMode:
         """Start a kubelet and an LC stand-in per simulated node, against the running GM."""
         if self.kube is None or self._prepared is None:
             raise RuntimeError("EmbeddedMode.prepare() must run first")
+        self._add_store_readiness(manager)
         self.deployments = DeploymentController(self.kube)
         self.deployments.start()
         nodes = self.settings.simulate.nodes
@@ -278,6 +279,19 @@ class EmbeddedMode:
             ", ".join(nodes),
             url,
         )
+
+    def _add_store_readiness(self, manager: Any) -> None:
+        """The GM is not ready while its embedded store cannot write (a full disk)."""
+        health = getattr(manager, "health", None)
+        server = self.server
+        if health is None or server is None:
+            return
+
+        def check() -> tuple[bool, str]:
+            error = server.store_error
+            return (True, "") if error is None else (False, error)
+
+        health.add_readiness("embedded-store", check)
 
     def _gm_url(self, manager: Any) -> tuple[str, ssl.SSLContext | None]:
         ws = self._prepared.websocket if self._prepared is not None else self.config.websocket

@@ -7,6 +7,7 @@ a whole (no partial updates), guarded by a lock for the counters.
 from __future__ import annotations
 
 import random
+import sqlite3
 import threading
 from dataclasses import dataclass, field
 
@@ -177,3 +178,23 @@ class FaultInjector:
                 self.gone_next_watches -= 1
                 return True
         return False
+
+
+@dataclass
+class StoreWriteFault:
+    """Make the store's SQLite writes fail as a full disk does (inside the transaction).
+
+    Kept apart from the request rules: it acts below the API, on every write the store
+    makes (clients', the garbage collector's, housekeeping's), as the disk would.
+    """
+
+    message: str | None = None
+
+    def fail_writes(self, message: str | None = "database or disk is full") -> None:
+        """Fail every store write with ``sqlite3.OperationalError(message)``; None: stop."""
+        self.message = message
+
+    def __call__(self) -> None:
+        message = self.message
+        if message is not None:
+            raise sqlite3.OperationalError(message)

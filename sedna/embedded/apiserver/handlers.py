@@ -24,6 +24,7 @@ from . import (
     negotiation,
     pagination,
     protobuf,
+    readyz,
     schema_validation,
     tables,
 )
@@ -127,6 +128,9 @@ class Handlers:
                 body=discovery.openapi_v2_protobuf(),
                 content_type="application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
             )
+        if path == "/readyz" and request.method == "GET":
+            code, text = readyz.readyz(self.ops.store.health, "verbose" in request.query)
+            return web.Response(text=text, status=code, content_type="text/plain")
         static = self.static.get(path)
         if static is not None:
             if request.method != "GET":

@@ -219,6 +219,12 @@ class Operations:
         self._check_schema(rt, obj, field_validation)
         if rt.key == CRD_KEY:
             self._crd_accept(obj)
+            try:
+                stored = self.store.put(rt.key, obj, None)
+            except APIError:  # not stored: its kinds are not served either
+                self.registry.remove_crd(name)
+                raise
+            return self.view(rt, stored)
         return self.view(rt, self.store.put(rt.key, obj, None))
 
     def _check_schema(
@@ -414,9 +420,15 @@ class Operations:
             self._check_schema(rt, new, field_validation)
         if new == old:
             return self.view(rt, old)  # no-op writes do not bump resourceVersion
-        if rt.key == CRD_KEY and subresource != "status":
+        crd_spec = rt.key == CRD_KEY and subresource != "status"
+        if crd_spec:
             self.registry.add_crd(new)
-        stored = self.store.put(rt.key, new, old)
+        try:
+            stored = self.store.put(rt.key, new, old)
+        except APIError:
+            if crd_spec:  # not stored: serve what the stored CRD says
+                self.registry.add_crd(old)
+            raise
         if stored["metadata"].get("deletionTimestamp") and not stored["metadata"].get("finalizers"):
             return self.view(rt, self.finalize(rt, stored))
         return self.view(rt, stored)

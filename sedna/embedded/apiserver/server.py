@@ -26,7 +26,7 @@ from loguru import logger
 from sedna.runtime.messaging.auth import token_valid
 
 from .bodies import MAX_BODY_BYTES
-from .faults import FaultInjector
+from .faults import FaultInjector, StoreWriteFault
 from .gc import GarbageCollector
 from .handlers import Handlers
 from .housekeeping import (
@@ -130,6 +130,10 @@ class APIServer:
         self.hub = WatchHub(history, history_bytes)
         self.persister = SQLitePersister(db_path) if db_path is not None else None
         self.store = Store(self.hub, self.persister)
+        # a full disk, simulated below the API (tests): `store_faults.fail_writes()`
+        self.store_faults = StoreWriteFault()
+        if self.persister is not None:
+            self.persister.fault = self.store_faults
         # custom resources checked against their CRD's schema (schema_validation.py)
         self.ops = Operations(self.store, self.registry, schema_validation=schema_validation)
         self.gc = GarbageCollector(self.ops)
@@ -242,6 +246,7 @@ class APIServer:
             self._port = sockets[0].getsockname()[1]
         if self.housekeeping_interval:
             self._schedule_sweep(self.housekeeping_interval)
+        self.store.health.attach(asyncio.get_running_loop(), self.store.probe)
 
     # ---- housekeeping --------------------------------------------------------------
     def sweep(self, now: datetime | None = None) -> SweepResult:
@@ -271,7 +276,13 @@ class APIServer:
         if interval > 0:
             self._schedule_sweep(min(interval, 1.0) if more else interval)
 
+    @property
+    def store_error(self) -> str | None:
+        """Why the store cannot write now (a full disk), None while it can (any thread)."""
+        return self.store.health.error
+
     async def _shutdown(self) -> None:
+        self.store.health.detach()
         if self._sweep_timer is not None:
             self._sweep_timer.cancel()
             self._sweep_timer = None
