@@ -1,0 +1,119 @@
+"""Embedded mode on a full disk: the GM says it is not ready, and once space returns the
+incremental-learning demo goes on by itself, without a restart.
+
+The disk fills below the API, in the embedded store's SQLite layer
+(`APIServer.store_faults`); the GM, the simulated kubelet and LC see only 500s.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sedna.embedded.mode import EmbeddedMode
+from sedna.manager import Manager
+from sedna.runtime.config import GMConfig
+from sedna.runtime.kube import INCREMENTAL_LEARNING_JOBS, KubeClient, api_client_from_config
+from sedna.testing import wait_until
+
+PROJECT = Path(__file__).resolve().parents[2]
+EXAMPLE = PROJECT / "examples" / "incremental-learning"
+JOB = "helmet-detection-demo"
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _config(state: Path) -> GMConfig:
+    from sedna.plugins.loader import discover_plugins
+
+    features: dict[str, Any] = {p.name: {"enabled": False} for p in discover_plugins()}
+    features["incremental_learning"] = {"enabled": True, "workers": 2}
+    features["dataset"] = {"enabled": True}
+    return GMConfig.model_validate(
+        {
+            "websocket": {"address": "127.0.0.1", "port": 0, "auth": "node"},
+            "metrics": {"address": "127.0.0.1", "port": 0, "auth": "none"},
+            "features": features,
+            "embedded": {
+                "enabled": True,
+                "port": 0,
+                "stateDir": str(state),
+                "apply": [str(EXAMPLE)],
+                "simulate": {
+                    "nodes": ["edge-node", "cloud-node"],
+                    "podStartSeconds": 0.2,
+                    "podRunSeconds": 0.5,
+                },
+            },
+        }
+    )
+
+
+class Running:
+    def __init__(self, state: Path) -> None:
+        self.mode = EmbeddedMode(_config(state))
+        config = self.mode.prepare()
+        self.manager = Manager(config, cache_sync_timeout=20)
+        self.manager.start()
+        self.mode.start_simulation(self.manager)
+        self.client = api_client_from_config(config.kubeConfig, "")
+        self.kube = KubeClient(self.client, pool_size=None)
+        assert self.mode.server is not None
+        self.server = self.mode.server
+        self.server.store.health.probe_interval = 0.05
+
+    def conditions(self) -> list[tuple[str, str]]:
+        job = self.kube.resource(INCREMENTAL_LEARNING_JOBS).get("default", JOB)
+        conds = (job.get("status") or {}).get("conditions") or []
+        return [(str(c.get("stage")), str(c.get("type"))) for c in conds]
+
+    def readyz(self) -> tuple[int, str]:
+        assert self.manager.health is not None
+        url = f"http://127.0.0.1:{self.manager.health.port}/readyz"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                return int(resp.status), resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return int(err.code), err.read().decode()
+
+    def stop(self) -> None:
+        self.client.close()
+        self.mode.request_stop()
+        self.manager.request_stop("test done")
+        self.manager.stop()
+        self.mode.stop()
+
+
+@pytest.fixture()
+def running(tmp_path: Path) -> Iterator[Running]:
+    r = Running(tmp_path / "state")
+    try:
+        yield r
+    finally:
+        r.stop()
+
+
+def test_the_demo_resumes_after_the_disk_had_no_room(running: Running) -> None:
+    wait_until(lambda: running.readyz()[0] == 200, timeout=30, what="the GM ready")
+    wait_until(lambda: ("Train", "Ready") in running.conditions(), 60, "the first Train/Ready")
+    running.server.store_faults.fail_writes()
+    # the GM, kubelet and LC keep trying and keep being refused
+    wait_until(lambda: running.server.store.health.failures >= 10, 30, "refused writes")
+    code, text = running.readyz()
+    assert code == 503 and "[-]embedded-store failed" in text and "disk is full" in text, text
+    seen = running.conditions()
+    running.server.store_faults.fail_writes(None)
+    wait_until(lambda: running.readyz()[0] == 200, timeout=30, what="the GM ready again")
+    # the job goes on: a whole stage more than it had when space returned
+    wait_until(
+        lambda: (
+            ("Eval", "Completed") in running.conditions()[len(seen) :]
+            or ("Deploy", "Ready") in running.conditions()[len(seen) :]
+        ),
+        timeout=150,
+        what="the job to progress after the disk had room again",
+    )
