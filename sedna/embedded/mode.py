@@ -96,6 +96,8 @@ class EmbeddedMode:
             event_ttl=s.eventTTLSeconds,
             terminated_pod_threshold=s.terminatedPodGCThreshold,
             housekeeping_interval=HOUSEKEEPING_INTERVAL,
+            max_watches=s.maxWatches,
+            max_watches_per_client=s.maxWatchesPerClient,
         )
         try:
             server.start()

@@ -26,7 +26,9 @@ from . import (
     protobuf,
     readyz,
     schema_validation,
+    server_metrics,
     tables,
+    watch_limits,
 )
 from .errors import APIError
 from .negotiation import Target
@@ -42,6 +44,7 @@ from .patches import (
 from .resources import CRD_KEY, POD_KEY, ResourceType
 from .selectors import combine, parse_field_selector, parse_label_selector
 from .watch import Watcher, translate
+from .watch_queue import EventQueue
 
 # kube-apiserver answers these to anyone (system:public-info-viewer): probes carry no token.
 PUBLIC_PATHS = frozenset(("/healthz", "/livez", "/readyz", "/version"))
@@ -66,7 +69,10 @@ def _json_written(body: Any, status: int = 200) -> web.Response:
 
 
 def _error(err: APIError) -> web.Response:
-    return _json(err.status(), err.code)
+    resp = _json(err.status(), err.code)
+    if err.retry_after is not None:
+        resp.headers["Retry-After"] = str(err.retry_after)
+    return resp
 
 
 _FAULT_REASONS = {
@@ -131,6 +137,11 @@ class Handlers:
         if path == "/readyz" and request.method == "GET":
             code, text = readyz.readyz(self.ops.store.health, "verbose" in request.query)
             return web.Response(text=text, status=code, content_type="text/plain")
+        if path == "/metrics" and request.method == "GET":
+            text = server_metrics.render(self.srv.watch_limits, self.ops.store.health)
+            return web.Response(
+                body=text.encode(), headers={"Content-Type": server_metrics.CONTENT_TYPE}
+            )
         static = self.static.get(path)
         if static is not None:
             if request.method != "GET":
@@ -464,7 +475,11 @@ class Handlers:
                 typ = translate(ev, matcher)
                 if typ is not None:
                     initial.append((typ, ev))
-        w = Watcher(rt.key, ns_filter, matcher)
+        limits = self.srv.watch_limits
+        client = watch_limits.client_key(request.headers.get("Authorization"), request.remote)
+        limits.acquire(client)  # 429 over a cap, before anything is held
+        queue = EventQueue(limits)
+        w = Watcher(rt.key, ns_filter, matcher, queue)
         self.hub.subscribe(w)
         try:
             if rv_s in ("", "0"):
@@ -509,12 +524,14 @@ class Handlers:
                 await resp.write(b"".join(lines))
                 if limit is not None and sent >= limit:
                     return resp
-            if bookmarks:
+            if bookmarks and not queue.overflowed:  # a bookmark would skip what was dropped
                 await resp.write(_bookmark(rt, store.rv, target))
         except (ConnectionResetError, ConnectionError):
             return resp
         finally:
             self.hub.unsubscribe(w)
+            queue.drop()
+            limits.release(client)
         with contextlib.suppress(ConnectionError):
             await resp.write_eof()
         return resp

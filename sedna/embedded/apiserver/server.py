@@ -42,6 +42,7 @@ from .resources import CRD_KEY, Registry
 from .store import Store
 from .tls import make_server_cert
 from .watch import DEFAULT_HISTORY_BYTES, WatchHub
+from .watch_limits import DEFAULT_MAX_WATCHES, DEFAULT_MAX_WATCHES_PER_CLIENT, WatchLimits
 
 T = TypeVar("T")
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -101,6 +102,8 @@ class APIServer:
         terminated_pod_threshold: int = DEFAULT_TERMINATED_POD_THRESHOLD,
         housekeeping_interval: float | None = None,
         clock: Callable[[], datetime] | None = None,
+        max_watches: int = DEFAULT_MAX_WATCHES,
+        max_watches_per_client: int = DEFAULT_MAX_WATCHES_PER_CLIENT,
     ) -> None:
         self.host = host
         if not is_loopback(host):
@@ -128,6 +131,8 @@ class APIServer:
         self.requests = RequestRecorder(also=PROCESS_REQUESTS)
         self.registry = Registry()
         self.hub = WatchHub(history, history_bytes)
+        # open watches in all and per client (429 over them), each one's queue bound
+        self.watch_limits = WatchLimits(max_watches, max_watches_per_client)
         self.persister = SQLitePersister(db_path) if db_path is not None else None
         self.store = Store(self.hub, self.persister)
         # a full disk, simulated below the API (tests): `store_faults.fail_writes()`
@@ -226,8 +231,14 @@ class APIServer:
             handler_args={"max_field_size": 65536, "keepalive_timeout": self.idle_timeout},
         )
         app.router.add_route("*", "/{tail:.*}", Handlers(self).handle)
+        # A client that hangs up cancels its request, as kube's request context does:
+        # an idle watch would otherwise hold its slot (watch_limits) until its timeout.
         self._runner = web.AppRunner(
-            app, access_log=None, handle_signals=False, shutdown_timeout=0.5
+            app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=0.5,
+            handler_cancellation=True,
         )
         await self._runner.setup()
         site = web.TCPSite(
