@@ -24,6 +24,7 @@ from aiohttp import web
 from loguru import logger
 
 from sedna.runtime.messaging.auth import token_valid
+from sedna.runtime.tls_buffers import limit_tls_read_buffers
 
 from .bodies import MAX_BODY_BYTES
 from .faults import FaultInjector, StoreWriteFault
@@ -226,6 +227,7 @@ class APIServer:
             raise errors[0]
 
     async def _serve(self) -> None:
+        limit_tls_read_buffers()  # else 256 KiB per connection: idle watches add up
         app = web.Application(
             client_max_size=MAX_BODY_BYTES,
             handler_args={"max_field_size": 65536, "keepalive_timeout": self.idle_timeout},

@@ -90,6 +90,7 @@ from sedna.runtime.messaging.wire import (
     object_header,
 )
 from sedna.runtime.metrics import Metrics
+from sedna.runtime.tls_buffers import limit_tls_read_buffers
 from sedna.runtime.upstream import UpstreamHandler, UpstreamMessage, UpstreamRegistry
 
 _EVENTS = frozenset(("insert", "update", "delete"))
@@ -270,6 +271,8 @@ class MessageLayer:
         if self._thread is not None or self._stopped:
             raise RuntimeError("MessageLayer.start may be called once")
         ssl_ctx = server_ssl_context(self._settings.tls) if self._tls else None
+        if ssl_ctx is not None:
+            limit_tls_read_buffers()  # else 256 KiB per LC connection
         if self._auth_mode == "token":
             logger.warning(
                 "websocket.auth is token (compatibility mode): every LC shares one token, so "
