@@ -371,7 +371,13 @@ class MessageLayer:
                 # One frame waits while the next is read; what all LCs together make
                 # the GM buffer is capped by the budget (websocket.maxBufferedBytes).
                 max_queue=1,
-                create_connection=metered_connection_class(self._budget, self._refused_over_budget),
+                create_connection=metered_connection_class(
+                    self._budget,
+                    self._refused_over_budget,
+                    self._limit,
+                    self._limit * _OVERSIZE_FACTOR,
+                    self._skipped_oversize,
+                ),
                 # Go's LC never negotiates permessage-deflate; keep frames as Go sends them.
                 compression=None,
                 server_header="sedna-gm",
@@ -974,6 +980,11 @@ class MessageLayer:
             f"this connection held the most ({held} bytes) and is closed",
             None,
         )
+
+    def _skipped_oversize(self, node: str, size: int) -> None:
+        """A frame above maxFrameBytes went by unread (loop thread): refused, as if read."""
+        detail = f"frame of {size} bytes exceeds websocket.maxFrameBytes ({self._limit})"
+        self._reject(node or "-", Reason.FRAME_TOO_LARGE, detail, None)
 
     @property
     def buffered_bytes(self) -> int:
