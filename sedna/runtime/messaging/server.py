@@ -966,6 +966,8 @@ class MessageLayer:
                         None,
                     )
                 finally:
+                    # the loop variable would keep the last message alive until the next
+                    del data
                     if metered is not None:
                         metered.message_taken()
         except ConnectionClosed:
