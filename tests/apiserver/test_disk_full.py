@@ -227,3 +227,27 @@ def test_a_real_full_file_system(tmp_path: Path) -> None:
     assert seen["readyz_full"][0] == 500 and "[-]store failed" in seen["readyz_full"][1]
     assert seen["readyz_freed"] == 200 and seen["retry"] == 201
     assert set(seen["after_restart"].values()) == {200}, seen["after_restart"]
+
+
+def test_a_cascade_the_disk_stopped_is_finished_once_it_takes_writes(
+    persisted: Persisted,
+) -> None:
+    """The owner's removal is durable and answered as done; the dependent the garbage
+    collector could not delete then goes with the next housekeeping sweep."""
+    client = persisted.client
+    _, owner = call(client, "POST", CMS, {"metadata": {"name": "owner"}})
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+           "uid": owner["metadata"]["uid"]}  # fmt: skip
+    dep = pod("dependent", ownerReferences=[ref])
+    assert call(client, "POST", "/api/v1/namespaces/default/pods", dep)[0] == 201
+    persisted.srv.store_faults.fail_writes(after=1)  # the owner's removal, then nothing
+    status, body = call(client, "DELETE", f"{CMS}/owner")
+    assert status == 200, body
+    assert call(client, "GET", f"{CMS}/owner")[0] == 404
+    assert call(client, "GET", "/api/v1/namespaces/default/pods/dependent")[0] == 200
+    persisted.srv.sweep()  # still full: nothing changes, nothing is lost
+    assert call(client, "GET", "/api/v1/namespaces/default/pods/dependent")[0] == 200
+    persisted.srv.store_faults.fail_writes(None)
+    persisted.srv.sweep()
+    assert call(client, "GET", "/api/v1/namespaces/default/pods/dependent")[0] == 404
+    assert persisted.srv.ops.unfinished == {}

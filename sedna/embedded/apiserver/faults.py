@@ -189,12 +189,22 @@ class StoreWriteFault:
     """
 
     message: str | None = None
+    # writes still let through before the failures start
+    allowed: int = 0
 
-    def fail_writes(self, message: str | None = "database or disk is full") -> None:
-        """Fail every store write with ``sqlite3.OperationalError(message)``; None: stop."""
+    def fail_writes(
+        self, message: str | None = "database or disk is full", *, after: int = 0
+    ) -> None:
+        """Fail every store write (after ``after`` more succeed) with
+        ``sqlite3.OperationalError(message)``; None: stop failing."""
+        self.allowed = after
         self.message = message
 
     def __call__(self) -> None:
         message = self.message
-        if message is not None:
-            raise sqlite3.OperationalError(message)
+        if message is None:
+            return
+        if self.allowed > 0:
+            self.allowed -= 1
+            return
+        raise sqlite3.OperationalError(message)
