@@ -155,7 +155,12 @@ def test_the_budget_binds_at_the_frame_header(layers: Any, metrics: Metrics) -> 
         for peer in peers:  # the survivors finish their frame, then two more
             with contextlib.suppress(OSError):
                 peer.send(rest + (frame_header(FRAME) + payload(FRAME)) * 2)
-        wait_until(lambda: layer.buffered_bytes == 0, timeout=60, what="everything handled")
+        # handled; each link keeps at most its last frame (the library's parser holds it)
+        wait_until(
+            lambda: layer.buffered_bytes <= len(layer.connected_nodes()) * FRAME,
+            timeout=60,
+            what="everything handled",
+        )
         assert layer.buffered_bytes_peak <= cap
         _honest_still_works(layer, honest, reports)
     finally:

