@@ -137,13 +137,13 @@ def _fill_and_free(running: Running, lines: list[str]) -> None:
         30,
         "the kubelet refused",
     )
-    wait_until(lambda: running.server.store.health.failures >= 10, 30, "refused writes")
     code, text = running.readyz()
     assert code == 503 and "[-]embedded-store failed" in text and "disk is full" in text, text
     freed_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     running.server.store_faults.fail_writes(None)
     wait_until(lambda: running.readyz()[0] == 200, timeout=30, what="the GM ready again")
-    # the job goes on: a stage completes after space returned
+    # the job goes on: a stage completes after space returned (the GM retries a failed
+    # sync with Sedna's backoff, 10 s doubling: the outage is kept short)
     wait_until(
         lambda: (
             {("Train", "Completed"), ("Eval", "Completed"), ("Deploy", "Ready")}
