@@ -62,7 +62,8 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "results" / "fleet.json"
-REFERENCE = ROOT.parent / "shared" / "sedna-reference"
+CRDS = ROOT / "config" / "crds"
+SAMPLES = ROOT / "tests" / "fixtures" / "samples"  # the objects of Sedna's samples
 JOBS_NS = "fleet"
 FOREIGN_NS = "apps"
 LABEL = "incrementallearningjob.sedna.io/"
@@ -110,7 +111,7 @@ def _rss() -> int:
 def _sample(file: str) -> dict[str, Any]:
     from sedna.embedded.kube_yaml import load_all  # as kubectl reads it: `24:00` a string
 
-    return dict(next(load_all((REFERENCE / "crd-samples" / file).read_text())))
+    return dict(next(load_all((SAMPLES / file).read_text())))
 
 
 # -- objects as a cluster holds them ----------------------------------------------------
@@ -286,7 +287,7 @@ def _serve(cmd_q: Any, reply_q: Any) -> None:
     _quiet_logs()
     srv = _api_server(host="127.0.0.1", port=0, history=2000)
     srv.start()
-    srv.install_crds_from_dir(REFERENCE / "crds")
+    srv.install_crds_from_dir(CRDS)
     reply_q.put((srv.url, os.getpid()))
     from sedna.heap import HeapSettler
 

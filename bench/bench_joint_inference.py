@@ -31,7 +31,7 @@ sys.path.insert(0, str(BENCH))
 
 import embedded_server  # noqa: E402  (the HTTPS server every process dials)
 from bench_reconcile import (  # noqa: E402  # the shared server and CPU helpers
-    REFERENCE,
+    SAMPLES,
     _cpu_seconds,
     _quiet_logs,
     _sample,
@@ -186,7 +186,7 @@ def main() -> int:
         "workers": args.workers,
         "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "reference": str(REFERENCE.name),
+        "samples": str(SAMPLES.relative_to(BENCH.parent)),
     }
     print(json.dumps(result, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)

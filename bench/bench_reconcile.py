@@ -69,7 +69,8 @@ from thread_profiles import profile_threads
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "results" / "reconcile.json"
-REFERENCE = ROOT.parent / "shared" / "sedna-reference"
+CRDS = ROOT / "config" / "crds"
+SAMPLES = ROOT / "tests" / "fixtures" / "samples"  # the objects of Sedna's samples
 LABEL = "incrementallearningjob.sedna.io/"
 ALL_VARIANTS = ("gm", "gm-no-events", "gm-mutation-detector", "lean", "kopf")
 TICK = os.sysconf("SC_CLK_TCK")
@@ -122,7 +123,7 @@ def _serve(url_q: Any, stop: Any) -> None:
     # which reads the sample's `02:00` timer as a number).
     srv = embedded_server.server(host="127.0.0.1", port=0, history=100_000, schema_validation=False)
     srv.start()
-    srv.install_crds_from_dir(REFERENCE / "crds")
+    srv.install_crds_from_dir(CRDS)
     url_q.put((srv.url, os.getpid()))
     stop.wait()
     srv.stop()
@@ -134,7 +135,7 @@ def _serve(url_q: Any, stop: Any) -> None:
 def _sample(file: str) -> dict[str, Any]:
     import yaml
 
-    return dict(yaml.safe_load((REFERENCE / "crd-samples" / file).read_text()))
+    return dict(yaml.safe_load((SAMPLES / file).read_text()))
 
 
 def _prepare(url: str, ns: str) -> None:

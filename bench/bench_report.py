@@ -184,7 +184,7 @@ def _serve(url_q: Any, stop: Any) -> None:
     # `02:00` timer as a number)
     srv = _api_server(host="127.0.0.1", port=0, history=5000, schema_validation=False)
     srv.start()
-    srv.install_crds_from_dir(br.REFERENCE / "crds")
+    srv.install_crds_from_dir(br.CRDS)
     from sedna.heap import HeapSettler
 
     # the embedded mode's server shares the GM's process, and so its settler

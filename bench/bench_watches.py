@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import platform
@@ -87,7 +88,11 @@ class GM:
         cfg = yaml.safe_load(kubeconfig.read_text())
         self.url = cfg["clusters"][0]["cluster"]["server"]
         self.token = cfg["users"][0]["user"]["token"]
-        self.ca = str(self.state / "pki" / "apiserver.crt")
+        ca = tmp / "ca.crt"  # the kubeconfig's CA, which signs the serving certificate
+        ca.write_bytes(
+            base64.b64decode(cfg["clusters"][0]["cluster"]["certificate-authority-data"])
+        )
+        self.ca = str(ca)
         conf = kubernetes.client.Configuration()
         kubernetes.config.load_kube_config(str(kubeconfig), client_configuration=conf)
         self.api = kubernetes.client.ApiClient(conf)

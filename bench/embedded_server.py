@@ -24,7 +24,7 @@ def pki_dir() -> Path:
 
 
 def ca_file() -> str:
-    return str(pki_dir() / "apiserver.crt")
+    return str(pki_dir() / "ca.crt")  # the CA that signs the serving certificate
 
 
 def server(**kwargs: Any) -> Any:

@@ -42,9 +42,11 @@ def on_config(config: Any) -> Any:
 
 
 def _title(path: Path) -> str:
+    """The page's heading as a nav label: plain text, since MkDocs shows a label verbatim
+    (a heading's `code` would keep its backticks)."""
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("# "):
-            return line[2:].strip()
+            return re.sub(r"`([^`]*)`", r"\1", line[2:].strip())
     return path.stem.replace("-", " ").replace("_", " ").capitalize()
 
 
@@ -59,6 +61,7 @@ _GROUP_TITLES = {
     "kube access": "API access",
     "informers": "Informers and listers",
     "workqueue and controllers": "Workqueue and controllers",
+    "declarative features": "Declarative features",
     "workers": "Worker pods",
     "messaging": "Edge messaging",
     "events, metrics": "Events, leader election, metrics",

@@ -37,7 +37,7 @@ echo "== mypy --strict"
 # every first-party plugin package (the folders beside them also hold egg-info)
 PLUGIN_PACKAGES=$(for d in plugins/*/sedna_* plugins/contrib/*/sedna_*; do [ -f "$d/__init__.py" ] && echo "$d"; done)
 # shellcheck disable=SC2086
-.venv/bin/mypy --strict sedna $PLUGIN_PACKAGES examples/embed examples/tutorial/model_check/sedna_model_check
+.venv/bin/mypy --strict sedna $PLUGIN_PACKAGES examples/embed examples/tutorial/model_check/sedna_model_check examples/model_refs/sedna_model_refs
 echo "== import-linter"
 .venv/bin/lint-imports
 echo "== pytest"

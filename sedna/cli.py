@@ -208,7 +208,15 @@ def _token_arguments(p: argparse.ArgumentParser) -> None:
 
 def _new_plugin_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="the feature's name (its entry point and gm.yaml key)")
-    p.add_argument("--kind", default="Model", help="the Sedna kind it reconciles")
+    p.add_argument(
+        "--kind",
+        default="Model",
+        help="the kind it reconciles: one of Sedna's (Model) or GROUP/VERSION/KIND for "
+        "any CRD's kind (example.com/v1/Widget)",
+    )
+    p.add_argument(
+        "--plural", default=None, help="the resource name of a CRD's kind (default: guessed)"
+    )
     p.add_argument("--dir", default=".", help="where to create the plugin's directory")
 
 
@@ -218,7 +226,7 @@ def _new_plugin(args: argparse.Namespace) -> int:
     from sedna.scaffold import ScaffoldError, plan, write
 
     try:
-        p = plan(args.name, args.kind, Path(args.dir))
+        p = plan(args.name, args.kind, Path(args.dir), args.plural)
         write(p)
     except (ScaffoldError, OSError) as exc:
         return _fail(str(exc))

@@ -17,6 +17,7 @@ from loguru import logger
 
 from sedna.plugins import HookError, LoadedPlugins, PluginError, load_plugins
 from sedna.plugins.kinds import KindsUnknown, check_foreign_kinds, warn_unreconciled
+from sedna.runtime.api_reachability import APIReachability
 from sedna.runtime.config import GMConfig
 from sedna.runtime.container import RuntimeContainer
 from sedna.runtime.context import ControllerContext
@@ -135,6 +136,10 @@ class Manager:
         except KubeConfigError as exc:  # an operator error: one line, no traceback
             raise StartupError(f"cannot configure the Kubernetes client: {exc}") from None
         self._check_kinds(plugins, kube)
+        if plugins.left_off:
+            logger.info(
+                "installed features left off by the config: {}", ", ".join(plugins.left_off)
+            )
         try:
             self._start_health()
             if self.config.leaderElection.enabled:
@@ -241,6 +246,8 @@ class Manager:
         )
         self.health.add_liveness("ping", lambda: True)
         self.health.add_readiness("active", self._active.is_set)
+        # asked on demand: a GM that cannot reach its API is not ready (no idle polling)
+        self.health.add_readiness("apiserver", APIReachability(self.container.kube()))
         with listen_errors("metrics.port", m.address, m.port):
             self.health.start()
         logger.info(

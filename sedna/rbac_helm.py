@@ -1,8 +1,9 @@
 """The Helm chart's RBAC template, generated from the features' declared access.
 
 `sedna-gm rbac --helm` writes `config/helm/sedna-gm/templates/rbac.yaml`: the runtime
-core's rules always, each feature's rules inside `{{- if <feature>.enabled }}`, so that
-turning a feature off in values.yaml also drops what it was granted. With
+core's rules always, each feature's inside `{{- if <feature>.enabled }}` (an `or` of
+the features that share a grant), so that turning a feature off in values.yaml also
+drops what it alone was granted. With
 `config.namespace` set the namespaced rules are a Role in that namespace (no Secret is
 readable cluster-wide); Node names are cluster-scoped and always a ClusterRole.
 """
@@ -23,36 +24,69 @@ HEADER = """\
 """
 
 
+# The condition of a rule: () = always (the runtime core's), else the features any of
+# which, enabled, needs it.
+Condition = tuple[str, ...]
+
+
 def _rule_lines(accesses: Sequence[ApiAccess], cluster_scoped: bool) -> list[str]:
-    """The rules of some accesses: the cluster-scoped resources, or all the others."""
+    """The rules of accesses that hold whatever the features (the runtime core's, a Lease)."""
+    return _merged_rules([((), a) for a in accesses], cluster_scoped)
+
+
+def _merged_rules(owned: Sequence[tuple[Condition, ApiAccess]], cluster_scoped: bool) -> list[str]:
+    """One rule per resource and verb set, each under the features that need it.
+
+    Ten features each granting pods their own rule would render ten overlapping rules
+    (the same grant many times over); instead each (resource, verb) is granted once,
+    under an `or` of the features that need it, and resources sharing verbs and
+    condition share a rule. Rendered with any features enabled, no two rules share a
+    resource and a verb.
+    """
+    needs: dict[tuple[str, str, str], set[str] | None] = {}  # None: always
+    for condition, access in owned:
+        for resource in access.resources:
+            if ((access.group, resource.split("/", 1)[0]) in CLUSTER_SCOPED) != cluster_scoped:
+                continue
+            for verb in access.verbs:
+                key = (access.group, resource, verb)
+                if not condition:
+                    needs[key] = None
+                elif key not in needs:
+                    needs[key] = set(condition)
+                else:
+                    wanted = needs[key]
+                    if wanted is not None:
+                        wanted.update(condition)
+    by_resource: dict[tuple[Condition, str, str], set[str]] = {}
+    for (group, resource, verb), features in needs.items():
+        when: Condition = () if features is None else tuple(sorted(features))
+        by_resource.setdefault((when, group, resource), set()).add(verb)
+    rules: dict[tuple[Condition, str, tuple[str, ...]], list[str]] = {}
+    for (when, group, resource), verbs in by_resource.items():
+        rules.setdefault((when, group, tuple(ordered_verbs(verbs))), []).append(resource)
     lines: list[str] = []
-    for access in accesses:
-        resources = [
-            r
-            for r in access.resources
-            if ((access.group, r.split("/", 1)[0]) in CLUSTER_SCOPED) == cluster_scoped
-        ]
-        if not resources:
-            continue
-        rule = {
-            "apiGroups": [access.group],
-            "resources": resources,
-            "verbs": ordered_verbs(access.verbs),
-        }
-        text = yaml.safe_dump([rule], sort_keys=False, default_flow_style=None, width=100)
-        lines.extend("  " + line for line in text.splitlines())
+    for when in sorted({w for w, _, _ in rules}, key=lambda w: (len(w) != 0, w)):
+        if when:
+            enabled = [f'(index .Values.features "{name}").enabled' for name in when]
+            test = enabled[0] if len(enabled) == 1 else f"or {' '.join(enabled)}"
+            lines.append(f"  {{{{- if {test} }}}}")
+        for (w, group, granted), resources in sorted(rules.items()):
+            if w != when:
+                continue
+            rule = {"apiGroups": [group], "resources": sorted(resources), "verbs": list(granted)}
+            text = yaml.safe_dump([rule], sort_keys=False, default_flow_style=None, width=100)
+            lines.extend("  " + line for line in text.splitlines())
+        if when:
+            lines.append("  {{- end }}")
     return lines
 
 
 def _guarded(features: Sequence[Feature], cluster_scoped: bool) -> list[str]:
-    lines: list[str] = []
-    for feature in sorted(features, key=lambda f: f.name):
-        body = _rule_lines(feature.access, cluster_scoped)
-        if body:
-            lines.append(f'  {{{{- if (index .Values.features "{feature.name}").enabled }}}}')
-            lines.extend(body)
-            lines.append("  {{- end }}")
-    return lines
+    return _merged_rules(
+        [((), a) for a in CORE_ACCESS] + [((f.name,), a) for f in features for a in f.access],
+        cluster_scoped,
+    )
 
 
 def _binding(kind: str, namespace: str) -> str:
@@ -76,12 +110,8 @@ subjects:
 
 def helm_rbac_template(features: Sequence[Feature]) -> str:
     """The whole templates/rbac.yaml for these (installed) features."""
-    namespaced = "\n".join(
-        _rule_lines(CORE_ACCESS, cluster_scoped=False) + _guarded(features, cluster_scoped=False)
-    )
-    cluster = "\n".join(
-        _rule_lines(CORE_ACCESS, cluster_scoped=True) + _guarded(features, cluster_scoped=True)
-    )
+    namespaced = "\n".join(_guarded(features, cluster_scoped=False))
+    cluster = "\n".join(_guarded(features, cluster_scoped=True))
     lease = "\n".join(_rule_lines((LEASE_ACCESS,), cluster_scoped=False))
     return (
         HEADER

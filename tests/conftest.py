@@ -17,17 +17,34 @@ from typing import Any
 
 import kubernetes
 import pytest
+from support.outside import (
+    CRDS_DIR,
+    PROJECT_ROOT,
+    SAMPLES_DIR,
+    OutsideReadGuard,
+    reference_dir,
+    reference_missing,
+)
 
 from sedna.embedded.apiserver import APIServer
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 REAL_KUBECONFIG = os.environ.get("SEDNA_TEST_KUBECONFIG")
 
 
 @pytest.fixture(scope="session")
 def sedna_reference() -> Path:
-    """``../shared/sedna-reference`` relative to the project root."""
-    return PROJECT_ROOT.parent / "shared" / "sedna-reference"
+    """Sedna's own CRDs and samples, as Sedna ships them (``support.outside``): only for
+    tests whose point is compatibility with those files; they skip without them."""
+    missing = reference_missing()
+    if missing:
+        pytest.skip(missing)
+    return reference_dir()
+
+
+@pytest.fixture(scope="session")
+def sample_dir() -> Path:
+    """The project's own sample objects of each Sedna kind (``tests/fixtures/samples``)."""
+    return SAMPLES_DIR
 
 
 class _RemoteCluster:
@@ -46,7 +63,7 @@ class _RemoteCluster:
 
 
 @pytest.fixture(scope="session")
-def apiserver(sedna_reference: Path) -> Iterator[Any]:
+def apiserver() -> Iterator[Any]:
     """A running API server with Sedna's CRDs installed (or the real cluster)."""
     if REAL_KUBECONFIG:
         yield _RemoteCluster(REAL_KUBECONFIG)
@@ -56,7 +73,7 @@ def apiserver(sedna_reference: Path) -> Iterator[Any]:
     # has tests of its own (tests/cluster), and the embedded mode runs with it.
     srv = APIServer("127.0.0.1", 0, schema_validation=False)
     srv.start()
-    srv.install_crds_from_dir(sedna_reference / "crds")
+    srv.install_crds_from_dir(CRDS_DIR)
     srv.server = srv  # type: ignore[attr-defined]  # tests read `.server`
     try:
         yield srv
@@ -90,6 +107,7 @@ def _dump_gm_calls(srv: Any) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(OutsideReadGuard(), "outside-read-guard")
     if hasattr(config, "workerinput"):
         return  # an xdist worker: the controller set the folder up
     import tempfile
@@ -97,6 +115,14 @@ def pytest_configure(config: pytest.Config) -> None:
     from support.rbac import CALLS_DIR_ENV
 
     os.environ[CALLS_DIR_ENV] = tempfile.mkdtemp(prefix="sedna-gm-rbac-calls-")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that takes the ``sedna_reference`` fixture is a reference test: marked so
+    that ``-m "not sedna_reference"`` leaves it out and the outside-read guard allows it."""
+    for item in items:
+        if "sedna_reference" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.sedna_reference)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

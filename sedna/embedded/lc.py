@@ -6,25 +6,36 @@ token this GM asks for, and plays the LC's part of incremental learning after
 `pkg/localcontroller/managers/incrementallearning` and `.../dataset`:
 
 - keeps the jobs, datasets and models the GM inserts (and forgets deleted ones);
-- simulates a growing dataset (`datasetGrowthPerSecond` new samples, split into train
-  and eval samples by the job's `trainProb`) and reports `numberOfSamples` for datasets
-  the GM sent it;
+- simulates a growing dataset (`datasetGrowthPerSecond` new samples), polls it every
+  `dataset_poll_seconds` and reports `numberOfSamples` when it changed, for datasets the
+  GM sent it; each job splits the new samples into train and eval samples by its
+  `trainProb` (absent: 0, as Sedna's typed spec reads it: such a job never trains);
 - on Train/Waiting, when the train trigger holds on `num_of_samples`, reports
-  train/ready with the base model, the round's data file and output dir;
-- on Eval/Waiting reports eval/ready with the trained model and the model to beat;
+  train/ready with the base model (later rounds: the last trained model of the initial
+  model's format), the round's data file and output dir;
+- on Eval/Waiting reports eval/ready with the trained model of the eval model's format
+  and the model to beat;
 - on Deploy/Waiting evaluates the deploy trigger on the eval metrics and their deltas
-  and reports deploy/ready (or deploy/completed when the new model is not better);
+  (lists: name an element, `precision_delta[0]`, see `triggers`), copies (names) the
+  trained model to the deploy Model's URL and reports deploy/ready, or deploy/completed
+  ("isn't need to deploy model") when the trigger does not hold;
 - plays the worker's own report (train/eval completed, with models and metrics) when
   the simulated kubelet says a worker finished, as a Sedna worker POSTs to its LC.
 
-Differences from the Go LC, on purpose: the job loop ticks every `tick_seconds`
-(Go: 10 s) so a whole cycle fits in a minute; a status is reported once per job
-condition (Go re-arms its trigger flags on every tick and relies on emptied sample
-lists); the dial is retried until `stop()` (Go gives up after 5 tries), so a GM
-restart is survived; no files are written (data files and model copies are only
-named); a list-valued trigger metric is compared by its mean (see `triggers`). When
-the GM has not sent a dataset or model that a job names (the Go GM's separate dataset
-controller may not be running), it is read from the API instead.
+Triggers, condition data, model matching by format and device, URL checks and data file
+names follow Sedna's LC (`triggers`, `lc_conditions`). Where Sedna's LC panics (no
+trained model of the wanted format, a metric the old model lacks) the job is left
+waiting with a warning, which is what a crash-looping LC shows.
+
+Differences from the Go LC, on purpose: it ticks every `tick_seconds` and polls datasets
+every `dataset_poll_seconds` (Go: 10 s and 60 s; `embedded.simulate.jobTickSeconds` and
+`datasetPollSeconds` set them, and the defaults keep the demo's first cycle within
+seconds); a status is reported once per job condition (Go re-arms its trigger flags on
+every tick and relies on emptied sample lists); the dial is retried every
+`reconnect_seconds` (Go: every 5 s, also without end); no files are written (data files
+and model copies are only named); a `metric[i]` Sedna would panic on leaves the job
+waiting. When the GM has not sent a dataset or model that a job names (the Go GM's
+separate dataset controller may not be running), it is read from the API instead.
 
 Only public interfaces are used: the websocket and, for those fallbacks, the API.
 """
@@ -34,6 +45,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import posixpath
 import ssl
 import threading
 from collections import deque
@@ -46,6 +58,15 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketExce
 from websockets.sync.client import ClientConnection, connect
 
 from sedna.embedded.kubelet import worker_type
+from sedna.embedded.lc_conditions import (
+    LCPanic,
+    UnsupportedURL,
+    cond_models,
+    deploy_stats,
+    eval_result,
+    pick_model,
+    url_is_local,
+)
 from sedna.embedded.scheduler import Scheduler
 from sedna.embedded.triggers import TriggerError, build_trigger
 from sedna.runtime.clock import Clock, RealClock
@@ -84,10 +105,6 @@ def decode_message(frame: str | bytes) -> tuple[dict[str, str], Any]:
     return header, json.loads(raw) if raw else None
 
 
-def _is_remote(url: str) -> bool:
-    return url.startswith(("s3://", "http://", "https://"))
-
-
 def _latest(job: Mapping[str, Any]) -> tuple[str, str, str]:
     """(identity, stage, type) of the job's latest condition.
 
@@ -102,25 +119,6 @@ def _latest(job: Mapping[str, Any]) -> tuple[str, str, str]:
     return f"{stage}/{ctype}@{last.get('lastTransitionTime') or ''}", stage, ctype
 
 
-def _cond_models(
-    job: Mapping[str, Any], stage: str, ctype: str, part: str
-) -> list[dict[str, Any]] | None:
-    """Models in `data.<part>` of the latest condition stage/type that has any (Go's lookup)."""
-    conds = (job.get("status") or {}).get("conditions") or []
-    for cond in reversed(conds):
-        if cond.get("stage") != stage or cond.get("type") != ctype:
-            continue
-        try:
-            data = json.loads(cond.get("data") or "{}")
-        except ValueError:
-            continue
-        section = (data or {}).get(part) or {}
-        models = section.get("models") or ([section["model"]] if section.get("model") else [])
-        if models:
-            return [dict(m) for m in models if isinstance(m, Mapping)]
-    return None
-
-
 def _cond_input(job: Mapping[str, Any], stage: str, ctype: str) -> dict[str, Any]:
     conds = (job.get("status") or {}).get("conditions") or []
     for cond in reversed(conds):
@@ -132,19 +130,6 @@ def _cond_input(job: Mapping[str, Any], stage: str, ctype: str) -> dict[str, Any
             if isinstance(data, dict) and isinstance(data.get("input"), dict):
                 return dict(data["input"])
     return {}
-
-
-def _pick(models: list[dict[str, Any]] | None, want: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The model matching `want`'s format (and device list), as Go's getModel does."""
-    for m in models or []:
-        if m.get("format") != want.get("format"):
-            continue
-        devices = want.get("device_soc_versions") or []
-        have = m.get("device_soc_versions") or []
-        if devices and len(have) == 1 and have[0] not in devices:
-            continue
-        return m
-    return None
 
 
 def _model_ref(model_obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -188,7 +173,9 @@ class _Dataset:
     obj: dict[str, Any]
     first_seen: float
     from_gm: bool
-    reported: int = -1
+    reported: int = 0  # Sedna reports a count only once it differs from the last one (0 first)
+    polled: int = 0  # the count as of the last poll: what the jobs see
+    next_poll: float = 0.0
 
 
 @dataclass
@@ -213,6 +200,31 @@ class _Job:
     def spec(self) -> dict[str, Any]:
         return dict(self.obj.get("spec") or {})
 
+    @property
+    def obj_conditions(self) -> list[dict[str, Any]]:
+        conds = (self.obj.get("status") or {}).get("conditions") or []
+        return [c for c in conds if isinstance(c, dict)]
+
+
+def _train_prob(job: _Job) -> float:
+    """spec.dataset.trainProb as Sedna's typed float64 holds it: 0 when absent."""
+    raw = (job.spec.get("dataset") or {}).get("trainProb")
+    if raw is None:
+        return 0.0
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise TriggerError(f"spec.dataset.trainProb: expected a number, got {raw!r}")
+    return float(raw)
+
+
+def _copy(src: Mapping[str, Any], dst: Mapping[str, Any]) -> bool:
+    """Whether Sedna's Storage.CopyFile gets past the URLs (the files themselves are simulated)."""
+    try:
+        url_is_local(str(src.get("url") or ""))
+        url_is_local(str(dst.get("url") or ""))
+    except UnsupportedURL:
+        return False
+    return True
+
 
 class SimulatedLC:
     """The LC of one simulated node; all state changes happen on its scheduler thread."""
@@ -226,6 +238,7 @@ class SimulatedLC:
         kube: KubeClient | None = None,
         growth_per_second: float = 20.0,
         tick_seconds: float = 0.5,
+        dataset_poll_seconds: float = 1.0,
         reconnect_seconds: float = 1.0,
         ssl_context: ssl.SSLContext | None = None,
         clock: Clock | None = None,
@@ -237,6 +250,7 @@ class SimulatedLC:
         self.kube = kube
         self.growth = growth_per_second
         self.tick_seconds = tick_seconds
+        self.dataset_poll_seconds = dataset_poll_seconds
         self.reconnect_seconds = reconnect_seconds
         self.ssl_context = ssl_context
         self.clock: Clock = clock or RealClock()
@@ -411,7 +425,7 @@ class SimulatedLC:
         elif kind == "dataset":
             known = self.datasets.get(key)
             if known is None:
-                self.datasets[key] = _Dataset(obj, self.clock.now(), from_gm=True)
+                self.datasets[key] = self._new_dataset(obj, from_gm=True)
                 logger.info(
                     "{}/lc: dataset {} received, simulating {:g} new samples/s",
                     self.node,
@@ -448,6 +462,11 @@ class SimulatedLC:
         except ApiError:
             return None
 
+    def _new_dataset(self, obj: dict[str, Any], *, from_gm: bool) -> _Dataset:
+        """A dataset polled at once, as Sedna's monitor reads its file on insert (0 so far)."""
+        now = self.clock.now()
+        return _Dataset(obj, now, from_gm=from_gm, next_poll=now + self.dataset_poll_seconds)
+
     def _dataset(self, job: _Job) -> _Dataset | None:
         name = str((job.spec.get("dataset") or {}).get("name") or "")
         key = f"{job.namespace}/{name}"
@@ -456,7 +475,7 @@ class SimulatedLC:
             job.next_lookup = self.clock.now() + DATASET_LOOKUP_SECONDS
             obj = self._api_get(DATASETS, job.namespace, name)
             if obj is not None:
-                ds = _Dataset(obj, self.clock.now(), from_gm=False)
+                ds = self._new_dataset(obj, from_gm=False)
                 self.datasets[key] = ds
                 logger.info(
                     "{}/lc: dataset {} read from the API, simulating {:g} new samples/s",
@@ -501,13 +520,24 @@ class SimulatedLC:
 
     def _tick(self) -> None:
         try:
+            now = self.clock.now()
             for ds_key, ds in list(self.datasets.items()):
-                self._report_dataset(ds_key, ds)
+                if now >= ds.next_poll:
+                    ds.next_poll = now + self.dataset_poll_seconds
+                    self._poll_dataset(ds_key, ds)
             for job in list(self.jobs.values()):
                 try:
                     self._step(job)
                 except TriggerError as exc:
-                    self._warn_once(job, str(exc), f"job {job.key}: {exc}")
+                    self._warn_once(job, str(exc), f"job {job.key}: {exc}; the job waits")
+                except LCPanic as exc:
+                    self._warn_once(
+                        job, str(exc), f"job {job.key}: {exc}: Sedna's LC panics here; it waits"
+                    )
+                except UnsupportedURL as exc:
+                    self._warn_once(
+                        job, str(exc), f"job {job.key}: {exc}: Sedna's LC cannot run it; it waits"
+                    )
                 except Exception as exc:  # a bad job must not stop the others, nor flood
                     self._warn_once(job, repr(exc), f"job {job.key}: simulation failed: {exc!r}")
             for play in self.plays:
@@ -522,13 +552,13 @@ class SimulatedLC:
             if not self._halted:
                 self.scheduler.call_later(self.tick_seconds, self._tick)
 
-    def _report_dataset(self, key: str, ds: _Dataset) -> None:
-        n = self.samples(ds)
-        # Go reports on change once a minute; once a second keeps the API quiet enough.
-        if ds.from_gm and n != ds.reported and (ds.reported < 0 or n - ds.reported >= self.growth):
+    def _poll_dataset(self, key: str, ds: _Dataset) -> None:
+        """Sedna's monitorDataSources: read the count, report it when it changed."""
+        ds.polled = self.samples(ds)
+        if ds.from_gm and ds.polled != ds.reported:
             ns, _, name = key.partition("/")
-            self._write(ns, "dataset", name, {"numberOfSamples": n})
-            ds.reported = n
+            self._write(ns, "dataset", name, {"numberOfSamples": ds.polled})
+            ds.reported = ds.polled
 
     def warn_once(self, tag: str, text: str) -> None:
         """Log `text` once per `tag` for this LC (for plays: no flood on every tick)."""
@@ -542,15 +572,20 @@ class SimulatedLC:
             logger.warning("{}/lc: {}", self.node, text)
 
     def _step(self, job: _Job) -> None:
+        url_is_local(str(job.spec.get("outputDir") or ""))  # Sedna's initJob refuses others
         ds = self._dataset(job)
         if ds is None:
             self._warn_once(job, "dataset", f"job {job.key}: dataset not found yet, waiting")
             return
-        current = self.samples(ds)
+        # Sedna's dataset manager refuses a URL it cannot read; the job then never has data.
+        url_is_local(str((ds.obj.get("spec") or {}).get("url") or ""))
+        current = ds.polled
         if current > job.previous_numbers:
             new = current - job.previous_numbers
-            prob = float((job.spec.get("dataset") or {}).get("trainProb") or 0.8)
+            prob = _train_prob(job)
             train = int(prob * new)
+            if not 0 <= train <= new:  # Sedna slices its sample list past its end
+                raise LCPanic(f"spec.dataset.trainProb {prob:g}: {train} of {new} new samples")
             job.train_samples += train
             job.eval_samples += new - train
             job.previous_numbers = current
@@ -558,9 +593,9 @@ class SimulatedLC:
         if ctype != "Waiting" or index == job.reported:
             return
         if stage == "Train":
-            self._train_ready(job, index)
+            self._train_ready(job, index, ds)
         elif stage == "Eval":
-            self._eval_ready(job, index)
+            self._eval_ready(job, index, ds)
         elif stage == "Deploy":
             self._deploy(job, index)
 
@@ -581,18 +616,25 @@ class SimulatedLC:
         if index:
             job.reported = index
 
-    def _output_dirs(self, job: _Job) -> tuple[str, bool]:
-        out = str(job.spec.get("outputDir") or "").rstrip("/")
-        return out, not _is_remote(out)
+    def _output_dir(self, job: _Job) -> str:
+        return str(job.spec.get("outputDir") or "").rstrip("/")
 
-    def _data_file(self, job: _Job, which: str) -> tuple[str, str]:
-        out, local = self._output_dirs(job)
-        sub = f"{out}/data/{which}/{job.rounds}"
-        if local:
-            return f"{sub}/data.txt", ""
+    def _data_file(self, job: _Job, which: str, ds: _Dataset, rounds: int) -> tuple[str, str]:
+        """Sedna's createFile: the round's samples file, and an index file for remote data.
+
+        Sedna writes a file only for a `txt` dataset (`csv` gets an empty path that it
+        fails to create): anything else raises UnsupportedURL and the job waits.
+        """
+        spec = ds.obj.get("spec") or {}
+        fmt = spec.get("format")
+        if fmt != "txt":
+            raise UnsupportedURL(f"dataset format {fmt!r}: Sedna's LC writes 'txt' samples only")
+        sub = f"{self._output_dir(job)}/data/{which}/{rounds}"
+        if url_is_local(str(spec.get("url") or "")):
+            return posixpath.normpath(posixpath.join(sub, "data.txt")), ""
         return f"{sub}/data.txt", f"{sub}/dataIndex.txt"
 
-    def _train_ready(self, job: _Job, index: str) -> None:
+    def _train_ready(self, job: _Job, index: str, ds: _Dataset) -> None:
         base = self._train_model(job)
         if base is None:
             self._warn_once(job, "initial-model", f"job {job.key}: initial model not found yet")
@@ -603,16 +645,20 @@ class SimulatedLC:
         stats = {"num_of_samples": job.train_samples}
         if not trigger(stats):
             return
-        job.rounds += 1
+        rounds = job.rounds + 1
         model = base
-        if job.rounds > 1:
-            model = _pick(_cond_models(job.obj, "Train", "Completed", "output"), base) or base
-        data_url, index_url = self._data_file(job, "train")
-        out, _ = self._output_dirs(job)
+        if rounds > 1:
+            # Later rounds train on from the last trained model of the initial model's format.
+            trained = cond_models(job.obj_conditions, "Train", "Completed", "output")
+            model = pick_model(trained, base)
+            if model is None:
+                raise LCPanic(f"no trained model of format {base.get('format')!r} to train on")
+        data_url, index_url = self._data_file(job, "train", ds, rounds)
+        job.rounds = rounds
         input_: dict[str, Any] = {"models": [model], "dataURL": data_url}
         if index_url:
             input_["dataIndexURL"] = index_url
-        input_["outputDir"] = f"{out}/train/{job.rounds}"
+        input_["outputDir"] = f"{self._output_dir(job)}/train/{job.rounds}"
         logger.info(
             "{}/lc: job {}: {} train samples, trigger holds: train/ready (round {})",
             self.node,
@@ -623,23 +669,21 @@ class SimulatedLC:
         job.train_samples = 0
         self._report(job, index, "train", "ready", input_)
 
-    def _eval_ready(self, job: _Job, index: str) -> None:
+    def _eval_ready(self, job: _Job, index: str, ds: _Dataset) -> None:
+        if self._deploy_model(job) is None:
+            self._warn_once(job, "deploy-model", f"job {job.key}: deploy model not found yet")
+            return
         eval_model = self._eval_model(job)
         if eval_model is None:
-            self._warn_once(job, "eval-model", f"job {job.key}: deploy/eval model not found yet")
+            self._warn_once(job, "eval-model", f"job {job.key}: eval model not found yet")
             return
-        trained = _pick(_cond_models(job.obj, "Train", "Completed", "output"), eval_model)
+        trained = pick_model(
+            cond_models(job.obj_conditions, "Train", "Completed", "output"), eval_model
+        )
         if trained is None:
-            self._warn_once(
-                job,
-                f"trained-{index}",
-                f"job {job.key}: no trained model of format {eval_model.get('format')!r} in the "
-                "Train/Completed conditions; reporting eval/failed",
-            )
-            self._report(job, index, "eval", "failed")
-            return
+            raise LCPanic(f"no trained model of format {eval_model.get('format')!r} to evaluate")
+        data_url, index_url = self._data_file(job, "eval", ds, max(job.rounds, 1))
         job.rounds = max(job.rounds, 1)
-        data_url, index_url = self._data_file(job, "eval")
         input_: dict[str, Any] = {"models": [trained, eval_model], "dataURL": data_url}
         if index_url:
             input_["dataIndexURL"] = index_url
@@ -654,33 +698,71 @@ class SimulatedLC:
         if deploy_model is None:
             self._warn_once(job, "deploy-model", f"job {job.key}: deploy model not found yet")
             return
-        results = _cond_models(job.obj, "Eval", "Completed", "output") or []
-        metrics = [m.get("metrics") or {} for m in results]
-        stats: dict[str, Any] = {}
-        if len(metrics) == 2:
-            new, old = metrics
-            for metric, values in new.items():
-                stats[metric] = values
-                before = old.get(metric)
-                if isinstance(values, list) and isinstance(before, list):
-                    stats[f"{metric}_delta"] = [
-                        float(a) - float(b) for a, b in zip(values, before, strict=False)
-                    ]
+        conds = job.obj_conditions
+        results = eval_result(conds)
         trigger = build_trigger(
             (job.spec.get("deploySpec") or {}).get("trigger"), field="spec.deploySpec.trigger"
         )
-        if len(metrics) == 2 and trigger(stats):
-            trained = _pick(_cond_models(job.obj, "Train", "Completed", "output"), deploy_model)
-            models = [m for m in (trained, deploy_model) if m is not None]
-            shown = {k: [round(x, 4) for x in v] for k, v in stats.items() if k.endswith("_delta")}
-            logger.info(
-                "{}/lc: job {}: deploy trigger holds ({}): deploy/ready", self.node, job.key, shown
-            )
-            self._report(job, index, "deploy", "ready", {"models": models})
+        if results is None or len(results) != 2:
+            why = f"expected 2 evaluation results, got {len(results or [])}"
         else:
-            why = "expected 2 eval results" if len(metrics) != 2 else "deploy trigger not met"
-            logger.info("{}/lc: job {}: {}: deploy/completed (model kept)", self.node, job.key, why)
-            self._report(job, index, "deploy", "completed")
+            stats = deploy_stats(results[0], results[1])
+            if trigger(stats):
+                self._deploy_ready(job, index, deploy_model, stats)
+                return
+            why = "deploy trigger not met"
+        logger.info(
+            "{}/lc: job {}: {}: isn't need to deploy model, deploy/completed",
+            self.node,
+            job.key,
+            why,
+        )
+        self._report(job, index, "deploy", "completed")
+
+    def _deploy_ready(
+        self, job: _Job, index: str, deploy_model: dict[str, Any], stats: Mapping[str, Any]
+    ) -> None:
+        """Sedna's deployTask once the trigger holds: copy the model, report deploy/ready.
+
+        Sedna copies the trained model to the deploy Model's URL as it stands (the
+        trained model's local path gets the LC's ROOTFS_MOUNT_DIR prefix, the deploy
+        URL does not), then the evaluated model to the eval model's URL. A failed first
+        copy reports deploy/failed; a failed second one reports nothing and is retried.
+        """
+        trained_models = cond_models(job.obj_conditions, "Train", "Completed", "output")
+        trained = pick_model(trained_models, deploy_model)
+        if trained is None:
+            raise LCPanic(f"no trained model of format {deploy_model.get('format')!r} to deploy")
+        status = "ready"
+        hot = bool(((job.spec.get("deploySpec") or {}).get("model") or {}).get("hotUpdateEnabled"))
+        if not hot:
+            status = "ready" if _copy(trained, deploy_model) else "failed"
+            eval_model = self._eval_model(job)
+            if eval_model is not None:
+                new_eval = pick_model(trained_models, eval_model)
+                if new_eval is None:
+                    raise LCPanic(f"no trained model of format {eval_model.get('format')!r}")
+                if not _copy(new_eval, eval_model):
+                    raise UnsupportedURL(
+                        f"cannot copy {new_eval.get('url')!r} to {eval_model.get('url')!r}"
+                    )
+            logger.info(
+                "{}/lc: job {}: copy trained model (url={}) to the deploy model (url={}): {}",
+                self.node,
+                job.key,
+                trained.get("url"),
+                deploy_model.get("url"),
+                "done" if status == "ready" else "failed",
+            )
+        shown = {k: [round(x, 4) for x in v] for k, v in stats.items() if k.endswith("_delta")}
+        logger.info(
+            "{}/lc: job {}: deploy trigger holds ({}): deploy/{}",
+            self.node,
+            job.key,
+            shown,
+            status,
+        )
+        self._report(job, index, "deploy", status, {"models": [trained, deploy_model]})
 
     # -- the worker's report -----------------------------------------------------------
 
@@ -724,7 +806,7 @@ class SimulatedLC:
             return
         if kind == "train":
             out = _cond_input(job.obj, "Train", "Ready").get("outputDir") or (
-                f"{self._output_dirs(job)[0]}/train/{max(job.rounds, 1)}"
+                f"{self._output_dir(job)}/train/{max(job.rounds, 1)}"
             )
             formats: list[str] = []
             for m in (self._train_model(job), self._deploy_model(job), self._eval_model(job)):
@@ -735,7 +817,7 @@ class SimulatedLC:
                 {"format": fmt, "url": f"{out}/model.{fmt}"} for fmt in formats or ["pb"]
             ]
         else:
-            inputs = _cond_models(job.obj, "Eval", "Ready", "input") or []
+            inputs = cond_models(job.obj_conditions, "Eval", "Ready", "input") or []
             results = []
             for i, m in enumerate(inputs):
                 metrics = NEW_MODEL_METRICS if i == 0 else OLD_MODEL_METRICS

@@ -8,8 +8,9 @@ provides a token for the simulated LCs and writes `<stateDir>/kubeconfig`; the
 returned config points `kubeConfig` at it, so the manager then runs exactly as
 against a real cluster (official client over HTTP, informers, websocket layer).
 `start_simulation()` adds a Deployment controller stand-in (pods and status for every
-Deployment) and a kubelet and an LC stand-in per simulated node; they use only the API
-and the websocket, so nothing inside the GM knows it is simulated.
+Deployment) and a kubelet and an LC stand-in per simulated node (a kubelet only for a
+node in `simulate.externalLC`, whose LC is a real one); they use only the API and the
+websocket, so nothing inside the GM knows it is simulated.
 
 The CLI imports this module only when `embedded.enabled` is set.
 """
@@ -21,6 +22,8 @@ import contextlib
 import os
 import secrets
 import ssl
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +61,12 @@ PKI_DIR_NAME = "pki"
 class EmbeddedMode:
     """Owns the embedded API server and the simulated nodes for one GM process."""
 
-    def __init__(self, config: GMConfig) -> None:
+    def __init__(
+        self, config: GMConfig, *, cert_clock: Callable[[], datetime] | None = None
+    ) -> None:
         self.config = config
+        # the wall clock of the API server's certificates (their renewal); tests move it
+        self._cert_clock = cert_clock
         self.settings = config.embedded
         self.state_dir = Path(self.settings.stateDir)
         self.kubeconfig = self.state_dir / KUBECONFIG_NAME
@@ -96,6 +103,7 @@ class EmbeddedMode:
             event_ttl=s.eventTTLSeconds,
             terminated_pod_threshold=s.terminatedPodGCThreshold,
             housekeeping_interval=HOUSEKEEPING_INTERVAL,
+            cert_clock=self._cert_clock,
             max_watches=s.maxWatches,
             max_watches_per_client=s.maxWatchesPerClient,
         )
@@ -108,6 +116,7 @@ class EmbeddedMode:
                 "(set embedded.port: 0 to pick a free port)"
             ) from None
         self.server = server
+        server.on_ca_renewed(lambda _cert: self._rewrite_kubeconfig())
         # A kubeconfig left by the last run names a server that is not up yet. Removed only
         # once this server listens: a second GM started on the same stateDir fails on the
         # port above and must leave the running GM's kubeconfig alone.
@@ -118,6 +127,19 @@ class EmbeddedMode:
         except BaseException:
             self.stop()
             raise
+
+    def _rewrite_kubeconfig(self) -> None:
+        """After the CA certificate was renewed: the kubeconfig hands out the new one.
+
+        Clients that read the old kubeconfig keep working: the CA keeps its key, so the
+        serving certificate verifies against either."""
+        server = self.server
+        if server is None or self._prepared is None:
+            return  # not yet written: _seed writes it with the current CA
+        tmp = self.kubeconfig.with_name(KUBECONFIG_NAME + ".renew")
+        server.write_kubeconfig(tmp)
+        os.replace(tmp, self.kubeconfig)
+        logger.info("embedded: CA certificate renewed, kubeconfig {} rewritten", self.kubeconfig)
 
     def _api_token(self) -> str:
         """The API server's token, kept across restarts so an old kubeconfig stays valid."""
@@ -243,7 +265,11 @@ class EmbeddedMode:
     # -- after the manager started ---------------------------------------------------
 
     def start_simulation(self, manager: Any) -> None:
-        """Start a kubelet and an LC stand-in per simulated node, against the running GM."""
+        """Start a kubelet stand-in per simulated node, and an LC stand-in unless it is external.
+
+        A node in `simulate.externalLC` gets its kubelet only: its LC is a real one (such
+        as Sedna's `sedna-lc`) that dials the GM's websocket as that node.
+        """
         if self.kube is None or self._prepared is None:
             raise RuntimeError("EmbeddedMode.prepare() must run first")
         self._add_store_readiness(manager)
@@ -255,32 +281,55 @@ class EmbeddedMode:
         sim = self.settings.simulate
         url, ssl_ctx = self._gm_url(manager)
         for node in nodes:
-            lc = SimulatedLC(
-                node,
-                url,
-                token=self.node_tokens.get(node, self.lc_token),
-                kube=self.kube,
-                growth_per_second=sim.datasetGrowthPerSecond,
-                ssl_context=ssl_ctx,
-                plays=default_plays(),
-            )
+            lc: SimulatedLC | None = None
+            if node not in sim.externalLC:
+                lc = SimulatedLC(
+                    node,
+                    url,
+                    token=self.node_tokens.get(node, self.lc_token),
+                    kube=self.kube,
+                    growth_per_second=sim.datasetGrowthPerSecond,
+                    tick_seconds=sim.jobTickSeconds,
+                    dataset_poll_seconds=sim.datasetPollSeconds,
+                    ssl_context=ssl_ctx,
+                    plays=default_plays(),
+                )
             kubelet = SimulatedKubelet(
                 node,
                 self.kube,
                 pod_start_seconds=sim.podStartSeconds,
                 pod_run_seconds=sim.podRunSeconds,
-                on_worker_finished=lc.worker_finished,
+                # a real LC hears from the workers themselves (its REST API)
+                on_worker_finished=lc.worker_finished if lc is not None else None,
                 log_dir=self.state_dir / LOGS_DIR_NAME,
             )
             kubelet.start()
-            lc.start()
             self.kubelets.append(kubelet)
-            self.lcs.append(lc)
-        logger.info(
-            "embedded: simulating node(s) {} (kubelet + LC each), LCs dial {}",
-            ", ".join(nodes),
-            url,
-        )
+            if lc is not None:
+                lc.start()
+                self.lcs.append(lc)
+        simulated = [n for n in nodes if n not in sim.externalLC]
+        if simulated:
+            logger.info(
+                "embedded: simulating node(s) {} (kubelet + LC each), LCs dial {}",
+                ", ".join(simulated),
+                url,
+            )
+        if sim.externalLC:
+            auth = self._prepared.websocket.auth
+            logger.info(
+                "embedded: node(s) {}: kubelet stand-in only, waiting for their LC at {} "
+                "(websocket.auth: {})",
+                ", ".join(sim.externalLC),
+                url,
+                auth,
+            )
+            if auth != "none":
+                logger.warning(
+                    "embedded: Sedna's LC sends no token, so websocket.auth {} refuses it; "
+                    "set websocket.auth: none to run it (see docs/real-lc.md)",
+                    auth,
+                )
 
     def _add_store_readiness(self, manager: Any) -> None:
         """The GM is not ready while its embedded store cannot write (a full disk)."""

@@ -67,6 +67,8 @@ class LoadedPlugins:
     hooks: Hooks
     discovered: list[DiscoveredPlugin]
     features: list[LoadedFeature] = field(default_factory=list)
+    # installed features the config leaves off (not named, or switched off), sorted
+    left_off: list[str] = field(default_factory=list)
 
     def feature(self, name: str) -> LoadedFeature:
         for f in self.features:
@@ -156,7 +158,7 @@ def load_plugins(
                 f"(installed: {installed})"
             )
     for name in known:
-        if not config.feature(name).enabled:
+        if not _enabled(config, name, handed=name in extra):
             pm.set_blocked(name)
     for name, declared in sorted(conflicts.items()):
         if not pm.is_blocked(name) and name not in extra:
@@ -181,7 +183,9 @@ def load_plugins(
 
     hooks = Hooks(pm)
     loaded = LoadedPlugins(
-        hooks=hooks, discovered=discover_plugins(group) if use_entry_points else []
+        hooks=hooks,
+        discovered=discover_plugins(group) if use_entry_points else [],
+        left_off=sorted(name for name in known if pm.is_blocked(name)),
     )
     try:
         pairs = hooks.features()
@@ -190,11 +194,24 @@ def load_plugins(
     _check_features(pairs)
     for plugin_name, feature in pairs:
         section = config.feature(feature.name)
-        if not section.enabled:
+        if not _enabled(config, feature.name, handed=plugin_name in extra):
             continue
         options = _validate_options(config, source, plugin_name, feature, section.options)
         loaded.features.append(LoadedFeature(feature, plugin_name, section.workers, options))
     return loaded
+
+
+def _enabled(config: GMConfig, name: str, *, handed: bool) -> bool:
+    """Whether the plugin or feature `name` runs.
+
+    A plugin handed to the loader (`extra_plugins`) was asked for by the embedding
+    application or test: it runs unless its section switches it off, even when the
+    config names other features. An installed one runs as `config.feature` says.
+    """
+    if handed:
+        section = config.features.get(name)
+        return section is None or section.enabled
+    return config.feature(name).enabled
 
 
 def _hook_names() -> set[str]:

@@ -21,8 +21,11 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 ENV_PREFIX = "SEDNA_GM_"
 
@@ -182,9 +185,32 @@ class StorageInitializerConfig(_Section):
 
 class SimulateConfig(_Section):
     nodes: list[str] = Field(default_factory=list)
+    # nodes of `nodes` whose LC is a real one (e.g. Sedna's sedna-lc): a kubelet only
+    externalLC: list[str] = Field(default_factory=list)
     podStartSeconds: float = Field(default=1.0, ge=0)
     podRunSeconds: float = Field(default=3.0, ge=0)
     datasetGrowthPerSecond: float = Field(default=20.0, ge=0)
+    # the simulated LC's loops; Sedna's LC: jobs every 10 s, datasets every 60 s
+    jobTickSeconds: float = Field(default=0.5, gt=0, le=3600)
+    datasetPollSeconds: float = Field(default=1.0, gt=0, le=3600)
+
+    @field_validator("externalLC")
+    @classmethod
+    def _external_nodes_are_simulated(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        nodes = info.data.get("nodes") or []
+        for i, node in enumerate(value):
+            if node not in nodes:
+                raise PydanticCustomError(
+                    "external_lc",
+                    "{node} is not one of embedded.simulate.nodes (its kubelet stand-in "
+                    "runs there)",
+                    {"node": repr(node)},
+                )
+            if node in value[:i]:
+                raise PydanticCustomError(
+                    "external_lc", "{node} is listed twice", {"node": repr(node)}
+                )
+        return value
 
 
 class EmbeddedConfig(_Section):
@@ -235,9 +261,22 @@ class GMConfig(_Section):
     # key path -> the SEDNA_GM_ variable that set it (load_config fills it in)
     _set_by: dict[tuple[str, ...], str] = PrivateAttr(default_factory=dict)
 
+    @property
+    def names_features(self) -> bool:
+        """Whether `features:` names a feature to run (a section not switched off).
+
+        Then it is the list of what runs: a config for one feature need not switch off
+        every other installed one. A map that names none (absent, empty, or only
+        `enabled: false` sections) leaves every installed feature on but those.
+        """
+        return any(section.enabled for section in self.features.values())
+
     def feature(self, name: str) -> FeatureConfig:
-        """The section of one feature; an absent section means enabled with defaults."""
-        return self.features.get(name) or FeatureConfig()
+        """The section of one feature; an absent one is off when others are named."""
+        section = self.features.get(name)
+        if section is not None:
+            return section
+        return FeatureConfig(enabled=not self.names_features)
 
     def source_of(self, loc: Iterable[str], source: str) -> str:
         """Where the value at `loc` came from: `environment VAR`, else `source` (the file).

@@ -28,6 +28,7 @@ NORMAL = "Normal"
 WARNING = "Warning"
 
 _STOP = object()
+_MAX_NAME = 253  # a DNS subdomain, the longest name an Event may have
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,11 @@ class EventRecorder:
                 client.patch(event_ns, name, {"count": count + 1, "lastTimestamp": now})
                 self._remember(key, (name, event_ns, count + 1))
                 return
-        # 64 random bits as client-go's hex suffix; uuid4 reads os.urandom per call
-        name = f"{ev.involved['name'] or 'unknown'}.{self._rng.getrandbits(64):016x}"
+        # 64 random bits as client-go's hex suffix; uuid4 reads os.urandom per call. The
+        # object's part is cut so the name stays within 253 characters: client-go's is not,
+        # and an object with a long name got no Event at all (422).
+        base = (ev.involved["name"] or "unknown")[: _MAX_NAME - 17].rstrip(".-")
+        name = f"{base}.{self._rng.getrandbits(64):016x}"
         body = {
             "apiVersion": "v1",
             "kind": "Event",

@@ -46,6 +46,10 @@ class Metrics:
         self.lc_messages_rejected = Counter(
             "lc_messages_rejected", "LC frames rejected", ["reason"], registry=r
         )
+        from sedna.runtime.messaging.wire import Reason  # the messaging layer imports this
+
+        for reason in Reason:  # 0, not absent, until the first rejection: dashboards show 0
+            self.lc_messages_rejected.labels(reason=reason.value)
         self.lc_messages_dropped = Counter(
             "lc_messages_dropped",
             "Downstream messages dropped because a node's queue was full",

@@ -49,6 +49,7 @@ from sedna.runtime.informers import (
     split_key,
 )
 from sedna.runtime.kube import PODS, Invalid, NotFound, Resource
+from sedna.runtime.worker_reports import REASON_WORKER_RUNNING
 from sedna.runtime.workers.creations import CreatedPod, PodCreations
 from sedna.runtime.workers.errors import MissingReference, WorkerError
 from sedna.runtime.workers.labels import generate_labels, job_ref
@@ -447,7 +448,11 @@ def job_decision(owner: Obj, pods: PodsSeen, now: str) -> StatusDecision:
 
     Sedna's rules: a failed pod fails the job (terminal); a succeeded pod with none
     active completes it (``Completed``, ``completionTime``, phase ``Succeeded``);
-    otherwise it is ``Running``. A completed job keeps its status even if its pod is
+    otherwise its phase is ``Running``. Like Sedna, a running job gets no condition of
+    its own: its conditions are ``Completed`` and ``Failed``. Only a job that already
+    has a condition saying otherwise (``Pending`` while it waited for its Model, a
+    spec error since fixed) gets ``Running`` over it, so that the latest condition
+    never contradicts the phase. A completed job keeps its status even if its pod is
     deleted later.
     """
     status = owner.get("status") or {}
@@ -480,8 +485,10 @@ def job_decision(owner: Obj, pods: PodsSeen, now: str) -> StatusDecision:
             0,
             extra={"phase": "Succeeded", "completionTime": now, **counts},
         )
+    # "" appends no condition (`WorkloadController._record`)
+    running = CONDITION_RUNNING if latest is not None else ""
     return StatusDecision(
-        CONDITION_RUNNING, "WorkerRunning", "", pods.active, 0, extra={"phase": "Running", **counts}
+        running, REASON_WORKER_RUNNING, "", pods.active, 0, extra={"phase": "Running", **counts}
     )
 
 

@@ -123,23 +123,42 @@ def record_metrics(status: dict[str, Any], report: OwnerInfoReport, now: str) ->
     return True
 
 
+RUNNING_CONDITION = "Running"
+REASON_WORKER_RUNNING = "WorkerRunning"
+"""The reason of a job-style kind's ``Running`` condition (it has one only to hold a
+report, or over a ``Pending`` it left)."""
+
+
 def record_in_latest_condition(status: dict[str, Any], report: OwnerInfoReport, now: str) -> bool:
     """The owner info as JSON in the ``data`` of the latest condition (ReidJob, VideoAnalyticsJob).
 
     Sedna parses these reports and drops them; their CRDs have no metrics but each
     condition has ``data`` ("the json data related to this condition"), as the staged
     jobs use it. One string per condition, at most `MAX_CONDITION_DATA` bytes, so the
-    status stays bounded however often workers report. Raises `WorkerReportError` for
-    a report too large; False when there is no condition yet.
+    status stays bounded however often workers report. A running job has no condition
+    (as in Sedna, whose jobs only get ``Completed`` or ``Failed``), so the first report
+    appends ``Running`` (reason ``WorkerRunning``) to hold it. Raises
+    `WorkerReportError` for a report too large; False when nothing changed.
     """
-    conds = status.get("conditions")
-    if not isinstance(conds, list) or not conds or not isinstance(conds[-1], Mapping):
-        return False
+    raw = status.get("conditions")
+    conds = [c for c in raw if isinstance(c, Mapping)] if isinstance(raw, list) else []
     data = json.dumps(report.owner_info or {}, sort_keys=True, separators=(",", ":"))
     if len(data.encode()) > MAX_CONDITION_DATA:
         raise WorkerReportError(
             "content.output.ownerInfo", f"more than {MAX_CONDITION_DATA} bytes of JSON"
         )
+    if not conds:
+        status["conditions"] = [
+            {
+                "type": RUNNING_CONDITION,
+                "status": "True",
+                "reason": REASON_WORKER_RUNNING,
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": now,
+                "data": data,
+            }
+        ]
+        return True
     if conds[-1].get("data") == data:
         return False
     latest = dict(conds[-1])

@@ -77,6 +77,8 @@ def sedna_gm(sedna_apiserver: Any, sedna_namespace: str) -> Iterator[GMFactory]:
 
     It runs only the named features, watches only `sedna_namespace`, and is stopped
     after the test. Use `gm.manager` for the `Manager`, `gm.port` for the LC websocket.
+    The server refuses (403) whatever the features' declared access does not grant, and
+    the test then fails at teardown with a line naming each refused verb and resource.
     """
     from sedna.testing.apiserver import api_client_for
     from sedna.testing.gm import GMHarness
@@ -96,6 +98,7 @@ def sedna_gm(sedna_apiserver: Any, sedna_namespace: str) -> Iterator[GMFactory]:
             plugins=plugins,
             clock=clock,
             websocket=websocket,
+            apiserver=sedna_apiserver,
         )
         gms.append(gm)
         return gm.start()

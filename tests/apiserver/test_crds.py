@@ -10,6 +10,7 @@ from typing import Any
 import kubernetes
 import pytest
 import yaml
+from support.outside import SAMPLES_DIR
 
 from .helpers import call, eventually, expect_status
 
@@ -31,7 +32,7 @@ SEDNA_PLURALS = {
 
 def _sample_docs(ref: Path) -> list[tuple[str, dict[str, Any]]]:
     out = []
-    for f in sorted((ref / "crd-samples").glob("*.yaml")):
+    for f in sorted(ref.glob("*.yaml")):
         for i, doc in enumerate(yaml.safe_load_all(f.read_text())):
             if isinstance(doc, dict):
                 out.append((f"{f.name}#{i}", doc))
@@ -56,20 +57,18 @@ def test_crds_readable_through_api(api_client: ApiClient) -> None:
     assert any(c.type == "Established" and c.status == "True" for c in crd.status.conditions)
 
 
-# same location as the ``sedna_reference`` fixture, needed at collection time
-_REF = Path(__file__).resolve().parents[2].parent / "shared" / "sedna-reference"
-_SAMPLE_FILES = sorted(p.name for p in (_REF / "crd-samples").glob("*.yaml"))
+_SAMPLE_FILES = sorted(p.name for p in SAMPLES_DIR.glob("*.yaml"))
 
 
-def test_samples_present(sedna_reference: Path) -> None:
-    assert len(_sample_docs(sedna_reference)) >= 10
+def test_samples_present(sample_dir: Path) -> None:
+    assert len(_sample_docs(sample_dir)) >= 10
 
 
 @pytest.mark.parametrize("sample", _SAMPLE_FILES)
 def test_sample_round_trips(
-    api_client: ApiClient, namespace: str, sedna_reference: Path, sample: str
+    api_client: ApiClient, namespace: str, sample_dir: Path, sample: str
 ) -> None:
-    docs = [(lbl, d) for lbl, d in _sample_docs(sedna_reference) if lbl.startswith(sample + "#")]
+    docs = [(lbl, d) for lbl, d in _sample_docs(sample_dir) if lbl.startswith(sample + "#")]
     assert docs
     co = kubernetes.client.CustomObjectsApi(api_client)
     for label, doc in docs:

@@ -154,7 +154,7 @@ def test_the_watch_history_is_bounded_in_bytes() -> None:
 
 
 def test_a_connection_that_never_finishes_its_headers_is_closed(own: APIServer) -> None:
-    ctx = ssl.create_default_context(cafile=str(own.cert.cert_file))
+    ctx = ssl.create_default_context(cafile=str(own.cert.ca_file))
     with (
         socket.create_connection(("127.0.0.1", own.port), timeout=10) as raw,
         ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls,

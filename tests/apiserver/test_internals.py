@@ -12,6 +12,7 @@ from pathlib import Path
 
 import kubernetes
 import pytest
+from support.outside import CRDS_DIR
 
 from sedna.embedded.apiserver import APIServer
 
@@ -87,11 +88,11 @@ def test_recent_rv_still_resumes(small: tuple[APIServer, ApiClient]) -> None:
     assert [e["object"]["metadata"]["name"] for e in evs] == ["new"]
 
 
-def test_persistence_across_restart(tmp_path: Path, sedna_reference: Path) -> None:
+def test_persistence_across_restart(tmp_path: Path) -> None:
     db = tmp_path / "api.db"
     srv = APIServer(db_path=db)
     srv.start()
-    srv.install_crds_from_dir(sedna_reference / "crds")
+    srv.install_crds_from_dir(CRDS_DIR)
     client = _client(srv)
     call(client, "POST", "/api/v1/namespaces", {"metadata": {"name": "keep"}})
     call(client, "POST", "/api/v1/namespaces/keep/pods", pod("a"))

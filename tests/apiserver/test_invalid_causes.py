@@ -47,8 +47,8 @@ def client(server: APIServer) -> Iterator[kubernetes.client.ApiClient]:
         c.close()
 
 
-def il_job(sedna_reference: Path, name: str) -> dict[str, Any]:
-    text = (sedna_reference / "crd-samples" / "incrementallearningjob_v1alpha1.yaml").read_text()
+def il_job(sample_dir: Path, name: str) -> dict[str, Any]:
+    text = (sample_dir / "incrementallearningjob_v1alpha1.yaml").read_text()
     (doc,) = list(kube_yaml.load_all(text))
     job = dict(doc)
     job["metadata"] = {"name": name, "namespace": NS}
@@ -56,9 +56,9 @@ def il_job(sedna_reference: Path, name: str) -> dict[str, Any]:
 
 
 def test_schema_causes_hold_the_body_and_the_field_apart(
-    client: kubernetes.client.ApiClient, sedna_reference: Path
+    client: kubernetes.client.ApiClient, sample_dir: Path
 ) -> None:
-    job = il_job(sedna_reference, "causes")
+    job = il_job(sample_dir, "causes")
     del job["spec"]["dataset"]
     job["spec"]["outputDir"] = 7
     code, status = call(client, "POST", IL_PATH, job)
@@ -74,9 +74,9 @@ def test_schema_causes_hold_the_body_and_the_field_apart(
 
 
 def test_a_single_schema_cause_is_not_bracketed(
-    client: kubernetes.client.ApiClient, sedna_reference: Path
+    client: kubernetes.client.ApiClient, sample_dir: Path
 ) -> None:
-    job = il_job(sedna_reference, "single")
+    job = il_job(sample_dir, "single")
     del job["spec"]["dataset"]
     code, status = call(client, "POST", IL_PATH, job)
     assert code == 422, status
@@ -99,11 +99,11 @@ def test_built_in_kinds_causes_have_the_same_shape(client: kubernetes.client.Api
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 def test_kubectl_prints_each_field_once(
-    server: APIServer, sedna_reference: Path, tmp_path: Path
+    server: APIServer, sample_dir: Path, tmp_path: Path
 ) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     server.write_kubeconfig(kubeconfig)
-    sample = sedna_reference / "crd-samples" / "objectsearchservice_v1alpha1.yaml"
+    sample = sample_dir / "objectsearchservice_v1alpha1.yaml"
     proc = subprocess.run(
         ["kubectl", "--kubeconfig", str(kubeconfig), "apply", "-n", NS, "-f", str(sample)],
         capture_output=True,

@@ -152,8 +152,8 @@ def test_pods_get_apply_describe_delete(kubectl: Kubectl, tmp_path: Path) -> Non
     assert "web" not in kubectl("get", "pods")
 
 
-def test_sedna_samples(kubectl: Kubectl, sedna_reference: Path, tmp_path: Path) -> None:
-    text = (sedna_reference / "crd-samples" / "incrementallearningjob_v1alpha1.yaml").read_text()
+def test_sedna_samples(kubectl: Kubectl, sample_dir: Path, tmp_path: Path) -> None:
+    text = (sample_dir / "incrementallearningjob_v1alpha1.yaml").read_text()
     f = tmp_path / "il.yaml"
     f.write_text(text.replace("namespace: default", ""))
     assert "created" in kubectl("apply", "-f", str(f))
@@ -162,7 +162,7 @@ def test_sedna_samples(kubectl: Kubectl, sedna_reference: Path, tmp_path: Path) 
     assert "unchanged" in kubectl("apply", "-f", str(f))
     desc = kubectl("describe", "il")
     assert "IncrementalLearningJob" in desc
-    model = (sedna_reference / "crd-samples" / "model_v1alpha1.yaml").read_text()
+    model = (sample_dir / "model_v1alpha1.yaml").read_text()
     g = tmp_path / "model.yaml"
     g.write_text(model.replace("namespace: default", ""))
     kubectl("apply", "-f", str(g))
@@ -171,12 +171,12 @@ def test_sedna_samples(kubectl: Kubectl, sedna_reference: Path, tmp_path: Path) 
     assert "No resources found" in kubectl("get", "il")
 
 
-def test_all_sedna_samples(kubectl: Kubectl, sedna_reference: Path, tmp_path: Path) -> None:
+def test_all_sedna_samples(kubectl: Kubectl, sample_dir: Path, tmp_path: Path) -> None:
     """Every sample of the reference applies, lists, describes and deletes as a directory."""
     samples = tmp_path / "samples"
     samples.mkdir()
     names = {}
-    for src in sorted((sedna_reference / "crd-samples").glob("*.yaml")):
+    for src in sorted((sample_dir).glob("*.yaml")):
         text = src.read_text().replace("namespace: default", "")
         (samples / src.name).write_text(text)
         kind_m = re.search(r"^kind:\s*(\S+)", text, re.M)

@@ -328,8 +328,8 @@ def test_watch_of_nodes_with_a_selector_and_bookmarks(
     embedded_apiserver: APIServer,
 ) -> None:
     zone = uuid.uuid4().hex[:8]
-    interval = embedded_apiserver.bookmark_interval
-    embedded_apiserver.bookmark_interval = 0.05
+    interval = embedded_apiserver.bookmark_frequency
+    embedded_apiserver.bookmark_frequency = 0.05
     try:
         kept, other = node_names("kept"), node_names("other")
         core.create_node(node_body(kept, zone=zone))
@@ -342,7 +342,7 @@ def test_watch_of_nodes_with_a_selector_and_bookmarks(
             until=lambda ev: ev["type"] == "BOOKMARK",
         )
     finally:
-        embedded_apiserver.bookmark_interval = interval
+        embedded_apiserver.bookmark_frequency = interval
     (added, bookmark) = events
     assert added["type"] == "ADDED" and added["object"]["metadata"]["name"] == kept
     assert added["object"]["kind"] == "PartialObjectMetadata"

@@ -359,10 +359,12 @@ def test_custom_resource_printer_columns(api_client: ApiClient, namespace: str) 
         ext.delete_custom_resource_definition(f"widgets.{group}")
 
 
-def _try_create(co: Any, group: str, namespace: str, body: dict[str, Any]) -> bool:
+def _try_create(
+    co: Any, group: str, namespace: str, body: dict[str, Any], plural: str = "widgets"
+) -> bool:
     """Create (a real cluster needs a moment before a new CRD serves its kind)."""
     try:
-        co.create_namespaced_custom_object(group, "v1", namespace, "widgets", body)
+        co.create_namespaced_custom_object(group, "v1", namespace, plural, body)
     except kubernetes.client.ApiException as exc:
         if exc.status == 404:
             return False
@@ -370,20 +372,39 @@ def _try_create(co: Any, group: str, namespace: str, body: dict[str, Any]) -> bo
     return True
 
 
-def test_sedna_crd_without_columns_gets_name_and_age(
-    api_client: ApiClient, namespace: str, sedna_reference: Path
-) -> None:
-    co = kubernetes.client.CustomObjectsApi(api_client)
-    co.create_namespaced_custom_object(
-        "sedna.io",
-        "v1alpha1",
-        namespace,
-        "models",
-        {"apiVersion": "sedna.io/v1alpha1", "kind": "Model", "metadata": {"name": "m"}, "spec": {}},
-    )
-    _, _, table = get_raw(api_client, f"/apis/sedna.io/v1alpha1/namespaces/{namespace}/models")
-    assert column_names(table) == ["Name", "Age"]
-    assert table["rows"][0]["cells"][0] == "m"
+def test_a_crd_without_columns_gets_name_and_age(api_client: ApiClient, namespace: str) -> None:
+    """Sedna's own CRDs declare no printer columns: kube-apiserver shows Name and Age."""
+    group = f"t{uuid.uuid4().hex[:8]}.example.com"
+    schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"models.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "models", "singular": "model", "kind": "Model"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }
+    ext = kubernetes.client.ApiextensionsV1Api(api_client)
+    ext.create_custom_resource_definition(crd)
+    try:
+        co = kubernetes.client.CustomObjectsApi(api_client)
+        body = {"apiVersion": f"{group}/v1", "kind": "Model", "metadata": {"name": "m"}, "spec": {}}
+        eventually(lambda: _try_create(co, group, namespace, body, plural="models"))
+        _, _, table = get_raw(api_client, f"/apis/{group}/v1/namespaces/{namespace}/models")
+        assert column_names(table) == ["Name", "Age"]
+        assert table["rows"][0]["cells"][0] == "m"
+    finally:
+        ext.delete_custom_resource_definition(f"models.{group}")
 
 
 def test_watch_as_table(api_client: ApiClient, namespace: str) -> None:
@@ -505,13 +526,14 @@ def test_kubectl_get_pods_shows_status(
     assert row[2] == "Running"
 
 
-def test_kubectl_get_il_sample(kubectl: Kubectl, sedna_reference: Path, tmp_path: Path) -> None:
-    text = (sedna_reference / "crd-samples" / "incrementallearningjob_v1alpha1.yaml").read_text()
+def test_kubectl_get_il_sample(kubectl: Kubectl, sample_dir: Path, tmp_path: Path) -> None:
+    text = (sample_dir / "incrementallearningjob_v1alpha1.yaml").read_text()
     f = tmp_path / "il.yaml"
     f.write_text(text.replace("namespace: default", ""))
     kubectl("apply", "-f", str(f))
     header, row = _header_and_row(kubectl("get", "il"), "helmet-detection-demo")
-    assert header == ["NAME", "AGE"]
-    assert row[1].endswith("s")
+    # the project's CRDs add Stage and Condition to Sedna's (which has none: Name, Age)
+    assert header == ["NAME", "STAGE", "CONDITION", "AGE"]
+    assert row[-1].endswith("s")
     out = kubectl("get", "il", "-w", "--request-timeout=1s", check=False)
-    assert out.splitlines()[0].split() == ["NAME", "AGE"]
+    assert out.splitlines()[0].split() == ["NAME", "STAGE", "CONDITION", "AGE"]

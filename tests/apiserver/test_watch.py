@@ -158,7 +158,7 @@ def test_bookmarks_carry_current_rv(api_client: ApiClient, namespace: str) -> No
         query=[
             ("resourceVersion", listed["metadata"]["resourceVersion"]),
             ("allowWatchBookmarks", "true"),
-            ("timeoutSeconds", 2),
+            ("timeoutSeconds", 3),
         ],
     )
     bms = [e for e in evs if e["type"] == "BOOKMARK"]

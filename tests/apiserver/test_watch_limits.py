@@ -95,7 +95,7 @@ def test_per_client_and_total_caps_answer_429_with_retry_after(srv: APIServer) -
 def test_a_client_that_hangs_up_frees_its_slots(srv: APIServer) -> None:
     main = _client(srv)
     for _ in range(4):  # open three idle watches, hang up, again: never refused
-        pool = urllib3.PoolManager(ca_certs=str(srv.cert.cert_file))
+        pool = urllib3.PoolManager(ca_certs=srv.client_configuration().ssl_ca_cert)
         url = f"{srv.url}{CMS}?watch=true"
         headers = {"Authorization": f"Bearer {srv.token}"}
         held = [pool.request("GET", url, headers=headers, preload_content=False) for _ in range(3)]

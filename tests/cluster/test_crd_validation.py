@@ -48,8 +48,8 @@ def client(server: APIServer) -> Iterator[ApiClient]:
         c.close()
 
 
-def sample(sedna_reference: Path, file: str) -> dict[str, Any]:
-    (doc,) = [d for d in kube_yaml.load_all((sedna_reference / "crd-samples" / file).read_text())]
+def sample(sample_dir: Path, file: str) -> dict[str, Any]:
+    (doc,) = [d for d in kube_yaml.load_all((sample_dir / file).read_text())]
     return dict(doc)
 
 
@@ -59,22 +59,22 @@ def call(
     return raw_call(client, method, path, body, query=query)
 
 
-def il(sedna_reference: Path, name: str) -> dict[str, Any]:
-    job = sample(sedna_reference, "incrementallearningjob_v1alpha1.yaml")
+def il(sample_dir: Path, name: str) -> dict[str, Any]:
+    job = sample(sample_dir, "incrementallearningjob_v1alpha1.yaml")
     job["metadata"] = {"name": name, "namespace": NS}
     return job
 
 
 def test_sednas_il_sample_is_accepted_with_its_timer_strings(
-    client: ApiClient, sedna_reference: Path
+    client: ApiClient, sample_dir: Path
 ) -> None:
-    code, job = call(client, "POST", IL_PATH, il(sedna_reference, "ok"))
+    code, job = call(client, "POST", IL_PATH, il(sample_dir, "ok"))
     assert code == 201, job
     assert job["spec"]["trainSpec"]["trigger"]["timer"] == {"start": "02:00", "end": "24:00"}
 
 
-def test_an_unknown_field_is_pruned_by_default(client: ApiClient, sedna_reference: Path) -> None:
-    body = il(sedna_reference, "pruned")
+def test_an_unknown_field_is_pruned_by_default(client: ApiClient, sample_dir: Path) -> None:
+    body = il(sample_dir, "pruned")
     body["spec"]["datasett"] = {"name": "typo"}
     body["spec"]["trainSpec"]["template"]["metadata"] = {"labels": {"app": "kept"}}
     code, job = call(client, "POST", IL_PATH, body)
@@ -85,9 +85,9 @@ def test_an_unknown_field_is_pruned_by_default(client: ApiClient, sedna_referenc
 
 
 def test_an_unknown_field_is_refused_with_strict_field_validation(
-    client: ApiClient, sedna_reference: Path
+    client: ApiClient, sample_dir: Path
 ) -> None:
-    body = il(sedna_reference, "strict")
+    body = il(sample_dir, "strict")
     body["spec"]["datasett"] = {"name": "typo"}
     body["spec"]["dataset"]["trainprob"] = 0.5
     code, status = call(client, "POST", IL_PATH, body, [("fieldValidation", "Strict")])
@@ -100,8 +100,8 @@ def test_an_unknown_field_is_refused_with_strict_field_validation(
     )
 
 
-def test_a_mistyped_field_is_a_422_in_kubes_words(client: ApiClient, sedna_reference: Path) -> None:
-    body = il(sedna_reference, "typed")
+def test_a_mistyped_field_is_a_422_in_kubes_words(client: ApiClient, sample_dir: Path) -> None:
+    body = il(sample_dir, "typed")
     body["spec"]["dataset"]["trainProb"] = "most"
     code, status = call(client, "POST", IL_PATH, body)
     assert code == 422, status
@@ -120,8 +120,8 @@ def test_a_mistyped_field_is_a_422_in_kubes_words(client: ApiClient, sedna_refer
     ]
 
 
-def test_missing_required_fields_are_listed(client: ApiClient, sedna_reference: Path) -> None:
-    body = il(sedna_reference, "required")
+def test_missing_required_fields_are_listed(client: ApiClient, sample_dir: Path) -> None:
+    body = il(sample_dir, "required")
     del body["spec"]["dataset"]["name"]
     del body["spec"]["outputDir"]
     code, status = call(client, "POST", IL_PATH, body)
@@ -133,8 +133,8 @@ def test_missing_required_fields_are_listed(client: ApiClient, sedna_reference: 
     assert [c["reason"] for c in status["details"]["causes"]] == ["FieldValueRequired"] * 2
 
 
-def test_int_or_string_enum_and_minimum(client: ApiClient, sedna_reference: Path) -> None:
-    body = il(sedna_reference, "ports")
+def test_int_or_string_enum_and_minimum(client: ApiClient, sample_dir: Path) -> None:
+    body = il(sample_dir, "ports")
     container = body["spec"]["trainSpec"]["template"]["spec"]["containers"][0]
     container["ports"] = [{"containerPort": 80, "protocol": "TCP"}]
     container["livenessProbe"] = {"httpGet": {"port": "http"}}
@@ -151,10 +151,8 @@ def test_int_or_string_enum_and_minimum(client: ApiClient, sedna_reference: Path
     assert "must be of type integer,string" in status["message"]
 
 
-def test_updates_and_status_writes_are_checked_too(
-    client: ApiClient, sedna_reference: Path
-) -> None:
-    code, job = call(client, "POST", IL_PATH, il(sedna_reference, "upd"))
+def test_updates_and_status_writes_are_checked_too(client: ApiClient, sample_dir: Path) -> None:
+    code, job = call(client, "POST", IL_PATH, il(sample_dir, "upd"))
     assert code == 201, job
     job["spec"]["dataset"]["trainProb"] = True
     code, status = call(client, "PUT", f"{IL_PATH}/upd", job)
@@ -176,11 +174,11 @@ def test_updates_and_status_writes_are_checked_too(
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 def test_kubectl_apply_of_a_misspelt_field_is_refused(
-    server: APIServer, sedna_reference: Path, tmp_path: Path
+    server: APIServer, sample_dir: Path, tmp_path: Path
 ) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     server.write_kubeconfig(kubeconfig)
-    body = il(sedna_reference, "kubectl-typo")
+    body = il(sample_dir, "kubectl-typo")
     body["spec"]["evalSpec"]["templat"] = {}
     manifest = tmp_path / "il.json"
     manifest.write_text(json.dumps(body))
@@ -199,13 +197,13 @@ def test_kubectl_apply_of_a_misspelt_field_is_refused(
     "file", ["objectsearchservice_v1alpha1.yaml", "objecttrackingservice_v1alpha1.yaml"]
 )
 def test_sednas_samples_that_its_schema_refuses_are_refused(
-    server: APIServer, sedna_reference: Path, tmp_path: Path, file: str
+    server: APIServer, sample_dir: Path, tmp_path: Path, file: str
 ) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     server.write_kubeconfig(kubeconfig)
     proc = subprocess.run(
         ["kubectl", "--kubeconfig", str(kubeconfig), "apply", "-n", NS, "-f",
-         str(sedna_reference / "crd-samples" / file)],
+         str(sample_dir / file)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert proc.returncode != 0, proc.stdout
@@ -214,10 +212,10 @@ def test_sednas_samples_that_its_schema_refuses_are_refused(
     assert "env[0].value in body must be of type string" in proc.stderr
 
 
-def test_printer_columns_of_the_project_crds(client: ApiClient, sedna_reference: Path) -> None:
+def test_printer_columns_of_the_project_crds(client: ApiClient, sample_dir: Path) -> None:
     from tests.apiserver.test_tables import cells, column_names, get_raw
 
-    ds = sample(sedna_reference, "dataset_v1alpha1.yaml")
+    ds = sample(sample_dir, "dataset_v1alpha1.yaml")
     ds["metadata"] = {"name": "cols", "namespace": NS}
     path = f"/apis/sedna.io/v1alpha1/namespaces/{NS}/datasets"
     code, created = call(client, "POST", path, ds)
@@ -246,9 +244,9 @@ def test_printer_columns_of_the_project_crds(client: ApiClient, sedna_reference:
 
 @pytest.mark.parametrize(("mode", "warned"), [(None, True), ("Warn", True), ("Ignore", False)])
 def test_a_pruned_field_is_a_warning_header_unless_ignored(
-    client: ApiClient, sedna_reference: Path, mode: str | None, warned: bool
+    client: ApiClient, sample_dir: Path, mode: str | None, warned: bool
 ) -> None:
-    body = il(sedna_reference, f"warn-{(mode or 'default').lower()}")
+    body = il(sample_dir, f"warn-{(mode or 'default').lower()}")
     body["spec"]["datasett"] = {}
     query = [("fieldValidation", mode)] if mode else []
     params = client.param_serialize(

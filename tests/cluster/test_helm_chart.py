@@ -181,6 +181,52 @@ def test_values_switch_features_namespace_and_token() -> None:
     } in self_role["rules"]
 
 
+def shared_grants(docs: list[dict[str, Any]]) -> list[str]:
+    """(role, group, resource, verb) granted by more than one rule of its role."""
+    out = []
+    for doc in docs:
+        if doc["kind"] not in ("Role", "ClusterRole"):
+            continue
+        seen: set[tuple[str, str, str, tuple[str, ...]]] = set()
+        for rule in doc["rules"]:
+            names = tuple(rule.get("resourceNames") or ())
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        key = (group, resource, verb, names)
+                        if key in seen:
+                            out.append(f"{doc['kind']} {doc['metadata']['name']}: {key}")
+                        seen.add(key)
+    return out
+
+
+@needs_helm
+@pytest.mark.parametrize(
+    "values",
+    [
+        (),
+        ("--set", "features.reid.enabled=false", "--set", "features.dataset.enabled=false"),
+        ("--set", "config.namespace=ai", "--set", "features.incremental_learning.enabled=false"),
+    ],
+)
+def test_no_two_rules_share_a_resource_and_verb(values: tuple[str, ...]) -> None:
+    """Each grant once: ten features needing pods make one rule for pods, not ten."""
+    docs = template(*values)
+    assert shared_grants(docs) == []
+    roles = [d for d in docs if d["kind"] in ("Role", "ClusterRole")]
+    for role in roles:
+        keys = [(tuple(r["apiGroups"]), tuple(r["verbs"]), tuple(r.get("resourceNames") or ()))
+                for r in role["rules"]]  # fmt: skip
+        resources = [(k, r) for k, rule in zip(keys, role["rules"], strict=True)
+                     for r in rule["resources"]]  # fmt: skip
+        assert len(resources) == len(set(resources))
+
+
+def test_the_plain_rbac_grants_each_resource_and_verb_once() -> None:
+    docs = [d for d in yaml.safe_load_all((PROJECT / "config" / "rbac.yaml").read_text()) if d]
+    assert shared_grants(docs) == []
+
+
 def _readyz(port: int) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
@@ -283,3 +329,96 @@ def test_the_charts_default_takes_one_token_per_node_watched_not_read_per_dial(
         assert "get" not in secret_calls
     finally:
         process.kill()
+
+
+def pod_spec(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (deploy,) = [d for d in docs if d["kind"] == "Deployment"]
+    spec: dict[str, Any] = deploy["spec"]["template"]["spec"]
+    return spec
+
+
+@needs_helm
+def test_the_replicas_are_kept_apart_by_default() -> None:
+    docs = template()
+    (deploy,) = [d for d in docs if d["kind"] == "Deployment"]
+    labels = deploy["spec"]["template"]["metadata"]["labels"]
+    pod = pod_spec(docs)
+    (term,) = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"].items() <= labels.items()
+    spread = pod["topologySpreadConstraints"]
+    assert [c["topologyKey"] for c in spread] == [
+        "topology.kubernetes.io/zone",
+        "kubernetes.io/hostname",
+    ]
+    for c in spread:  # never blocks scheduling (a one-node cluster runs both replicas)
+        assert c["whenUnsatisfiable"] == "ScheduleAnyway" and c["maxSkew"] == 1
+        assert c["labelSelector"]["matchLabels"].items() <= labels.items()
+
+    required = pod_spec(template("--set", "podAntiAffinity=required"))["affinity"]
+    (hard,) = required["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert hard["topologyKey"] == "kubernetes.io/hostname"
+    off = pod_spec(
+        template("--set", "podAntiAffinity=none", "--set", "topologySpread.enabled=false")
+    )
+    assert "affinity" not in off and "topologySpreadConstraints" not in off
+    own = pod_spec(template("--set", "affinity.nodeAffinity.x=y"))
+    assert own["affinity"] == {"nodeAffinity": {"x": "y"}}  # given: it replaces the chart's
+
+
+@needs_helm
+def test_a_bad_pod_anti_affinity_value_is_one_clear_error() -> None:
+    assert HELM is not None
+    proc = run(HELM, "template", "sedna-gm", str(CHART), "--set", "podAntiAffinity=sometimes")
+    assert proc.returncode != 0
+    assert 'podAntiAffinity: "sometimes" is not one of preferred, required, none' in proc.stderr
+
+
+def ingress(*values: str) -> list[dict[str, Any]]:
+    docs = template("--set", "networkPolicy.enabled=true", *values)
+    (policy,) = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    rules: list[dict[str, Any]] = policy["spec"].get("ingress") or []
+    return rules
+
+
+@needs_helm
+def test_the_network_policy_opens_each_port_only_to_its_sources() -> None:
+    # by default: no LC source (closed), /metrics from the monitoring namespace only
+    assert ingress() == [
+        {
+            "ports": [{"port": "metrics", "protocol": "TCP"}],
+            "from": [
+                {
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": "monitoring"}
+                    }
+                }
+            ],
+        }
+    ]
+    sources = ingress(
+        "--set", "networkPolicy.websocketFrom[0].ipBlock.cidr=10.8.0.0/16",
+        "--set", "networkPolicy.metricsNamespace=",
+        "--set", "networkPolicy.metricsFrom[0].podSelector.matchLabels.app=prometheus",
+    )  # fmt: skip
+    assert sources == [
+        {
+            "ports": [{"port": "websocket", "protocol": "TCP"}],
+            "from": [{"ipBlock": {"cidr": "10.8.0.0/16"}}],
+        },
+        {
+            "ports": [{"port": "metrics", "protocol": "TCP"}],
+            "from": [{"podSelector": {"matchLabels": {"app": "prometheus"}}}],
+        },
+    ]
+    closed = ingress("--set", "networkPolicy.metricsNamespace=")
+    assert closed == []  # nothing may reach either port
+    opened = ingress(
+        "--set", "networkPolicy.websocketFromAnywhere=true",
+        "--set", "networkPolicy.metricsFromAnywhere=true",
+    )  # fmt: skip
+    assert opened == [  # no `from`: every source, as the operator asked
+        {"ports": [{"port": "websocket", "protocol": "TCP"}]},
+        {"ports": [{"port": "metrics", "protocol": "TCP"}]},
+    ]

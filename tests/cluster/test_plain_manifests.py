@@ -151,6 +151,15 @@ def test_deploy_configmap_is_gm_cluster_yaml_and_the_image_is_the_built_tag() ->
     assert chart["appVersion"] == __version__
 
 
+def test_the_base_image_is_pinned_by_version_and_digest() -> None:
+    """A moving tag (python:3.11-slim) rebuilds on whatever Python and Debian it names
+    that day; the image is pinned to a full version, on bookworm, and to a digest."""
+    dockerfile = (PROJECT / "Dockerfile").read_text()
+    (base,) = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("FROM ")]
+    pinned = re.fullmatch(r"python:3\.11\.(\d+)-slim-bookworm@sha256:([0-9a-f]{64})", base)
+    assert pinned, base
+
+
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 def test_the_readme_sequence_with_kubectl(tmp_path: Path) -> None:
     """The README's lines through kubectl itself, in order. The in-process server has no

@@ -276,7 +276,7 @@ def test_a_key_is_never_synced_twice_at_once(make: Callable[..., Recorder]) -> N
             if key in running:
                 overlaps.append(key)
             running.add(key)
-        release.wait(5)
+        release.wait(60)  # released by the test; the bound only ends a failed one
         with lock:
             running.discard(key)
         return None
@@ -297,7 +297,7 @@ def test_stop_drains_queued_keys(clock: FakeClock) -> None:
     gate = threading.Event()
 
     def gated(key: str, attempt: int) -> Result | None:
-        gate.wait(5)
+        gate.wait(60)  # released by the test; the bound only ends a failed one
         return None
 
     c = Recorder(gated, workers=2, clock=clock)
@@ -320,7 +320,7 @@ def test_stop_without_drain_finishes_running_syncs_only(clock: FakeClock) -> Non
 
     def gated(key: str, attempt: int) -> Result | None:
         started.set()
-        gate.wait(5)
+        gate.wait(60)  # released by the test; the bound only ends a failed one
         return None
 
     c = Recorder(gated, workers=1, clock=clock)

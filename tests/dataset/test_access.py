@@ -18,11 +18,11 @@ def test_the_feature_declares_what_it_calls(
     make_gm: GMFactory,
     make_lc: LCFactory,
     embedded_apiserver: APIServer,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    deliver_sample(api, lc, sedna_reference)
+    deliver_sample(api, lc, sample_dir)
     lc.report(api.ns, {"numberOfSamples": 7})
     wait_until(lambda: api.status().get("numberOfSamples") == 7)
     mine = {c for c in gm_calls(embedded_apiserver) if c.namespace == api.ns}

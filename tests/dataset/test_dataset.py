@@ -47,12 +47,12 @@ def secret(name: str) -> dict[str, Any]:
 
 
 def test_sample_reaches_the_lc_of_its_node_as_insert(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
     other = make_lc(gm, "edge1")
-    m = deliver_sample(api, lc, sedna_reference)
+    m = deliver_sample(api, lc, sample_dir)
     assert (m.kind, m.namespace, m.name) == ("dataset", api.ns, SAMPLE)
     # content is base64 of the object's JSON, as Go's []byte marshals
     assert json.loads(base64.b64decode(m.content, validate=True)) == m.payload
@@ -70,12 +70,12 @@ def test_sample_reaches_the_lc_of_its_node_as_insert(
 
 
 def test_credential_secret_is_attached_as_annotation(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     api.create(secret("mysecret"))
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    m = deliver_sample(api, lc, sedna_reference, credentialName="mysecret")
+    m = deliver_sample(api, lc, sample_dir, credentialName="mysecret")
     cred = json.loads(m.payload["metadata"]["annotations"][CREDENTIAL])
     assert cred == {
         "s3-endpoint": "minio.example:9000",
@@ -88,11 +88,11 @@ def test_credential_secret_is_attached_as_annotation(
 
 
 def test_missing_credential_secret_is_an_event_and_the_dataset_still_goes(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    m = deliver_sample(api, lc, sedna_reference, credentialName="nosuch")
+    m = deliver_sample(api, lc, sample_dir, credentialName="nosuch")
     assert CREDENTIAL not in (m.payload["metadata"].get("annotations") or {})
     msg = api.wait_event("CredentialNotFound", "spec.credentialName")
     assert f"{api.ns}/nosuch" in msg and SAMPLE_NODE in msg
@@ -104,23 +104,23 @@ def test_missing_credential_secret_is_an_event_and_the_dataset_still_goes(
 
 
 def test_delete_reaches_the_lc(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    deliver_sample(api, lc, sedna_reference)
+    deliver_sample(api, lc, sample_dir)
     api.datasets.delete(api.ns, SAMPLE)
     m = lc.wait_for("delete")
     assert (m.kind, m.namespace, m.payload["kind"]) == ("dataset", api.ns, "Dataset")
 
 
 def test_node_change_moves_the_dataset(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     old = make_lc(gm, SAMPLE_NODE)
     new = make_lc(gm, "edge1")
-    deliver_sample(api, old, sedna_reference)
+    deliver_sample(api, old, sample_dir)
 
     api.set_node("edge1")
     old.wait_for("delete")
@@ -135,27 +135,27 @@ def test_node_change_moves_the_dataset(
 
 
 def test_missing_node_name_is_an_event_and_nothing_is_sent(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    api.create(sample_dataset(sedna_reference, nodeName=""))
+    api.create(sample_dataset(sample_dir, nodeName=""))
     msg = api.wait_event("MissingNodeName", "spec.nodeName")
     assert "no LC" in msg
 
     # messages to a node keep their order: once this one arrives, nothing else came first
-    api.create({**sample_dataset(sedna_reference), "metadata": {"name": "marker"}})
+    api.create({**sample_dataset(sample_dir), "metadata": {"name": "marker"}})
     lc.wait_for("insert", name="marker")
     assert [m.name for m in lc.messages()] == ["marker"]
     api.datasets.delete(api.ns, SAMPLE)  # a delete of a node-less Dataset goes nowhere either
 
 
 def test_lc_report_updates_status(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    deliver_sample(api, lc, sedna_reference)
+    deliver_sample(api, lc, sample_dir)
 
     lc.report(api.ns, {"numberOfSamples": 42})
     status = wait_until(lambda: api.status().get("numberOfSamples") == 42 and api.status())
@@ -168,7 +168,7 @@ def test_lc_report_updates_status(
     assert api.status()["updateTime"] == "2024-05-01T10:00:00Z"
 
     # our own status writes are not echoed back to the LC: the marker is the next message
-    api.create({**sample_dataset(sedna_reference), "metadata": {"name": "marker"}})
+    api.create({**sample_dataset(sample_dir), "metadata": {"name": "marker"}})
     lc.wait_for("insert", name="marker")
     assert [(m.operation, m.name) for m in lc.messages()] == [
         ("insert", SAMPLE),
@@ -192,14 +192,14 @@ def test_malformed_report_is_logged_and_an_event(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     logs: LogCapture,
     payload: dict[str, Any],
     field: str,
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    deliver_sample(api, lc, sedna_reference)
+    deliver_sample(api, lc, sample_dir)
 
     lc.report(api.ns, payload)
     logs.wait(f"node {SAMPLE_NODE}", f"Dataset {api.ns}/{SAMPLE}", f"content.{field}")
@@ -212,24 +212,24 @@ def test_malformed_report_is_logged_and_an_event(
 
 
 def test_non_object_report_is_refused_by_the_message_layer(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path, logs: LogCapture
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path, logs: LogCapture
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, SAMPLE_NODE)
-    deliver_sample(api, lc, sedna_reference)
+    deliver_sample(api, lc, sample_dir)
     lc.report(api.ns, [1, 2])
     logs.wait(SAMPLE_NODE, SAMPLE, "not a JSON object")
     report_samples(api, lc, 8)
 
 
 def test_report_for_unknown_dataset_or_from_another_node_is_logged(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path, logs: LogCapture
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path, logs: LogCapture
 ) -> None:
     # the handler's own checks: the message layer would refuse these reports first
     gm = make_gm(websocket={"authorizeReports": False})
     lc = make_lc(gm, SAMPLE_NODE)
     stranger = make_lc(gm, "edge1")
-    deliver_sample(api, lc, sedna_reference)
+    deliver_sample(api, lc, sample_dir)
 
     lc.report(api.ns, {"numberOfSamples": 1}, name="nosuch")
     logs.wait(f"node {SAMPLE_NODE}", f"Dataset {api.ns}/nosuch", "no such dataset")

@@ -50,7 +50,7 @@ def test_job_triggers_on_a_lc_that_knows_the_dataset_only_from_the_gm(
     make_gm: GMFactory,
     sim_lcs: list[SimulatedLC],
     lc_clock: FakeClock,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     gm = make_gm(features=("dataset", "incremental_learning"))
     lc = SimulatedLC(
@@ -61,13 +61,13 @@ def test_job_triggers_on_a_lc_that_knows_the_dataset_only_from_the_gm(
     wait_until(lc.connected.is_set, 5.0, "the LC to connect")
 
     for name in ("initial-model", "deploy-model"):
-        model = load_sample(sedna_reference, "model_v1alpha1.yaml")
+        model = load_sample(sample_dir, "model_v1alpha1.yaml")
         model["metadata"]["name"] = name
         api.create(model)
-    ds = sample_dataset(sedna_reference)
+    ds = sample_dataset(sample_dir)
     ds["metadata"]["name"] = DATASET
     api.create(ds)
-    api.create(sample_job(sedna_reference))
+    api.create(sample_job(sample_dir))
 
     key = f"{api.ns}/{DATASET}"
     wait_until(lambda: key in lc.datasets and lc.datasets[key].from_gm, 5.0, "dataset at LC")

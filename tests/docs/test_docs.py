@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +31,19 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert "Raise from <code>sync</code> for a failure that will pass" in reference
     assert reference.count('class="doc doc-heading"') >= len(sedna.runtime.__all__)
     tutorial = (tmp_path / "tutorial" / "index.html").read_text()
-    assert "ModelCheckController" in tutorial  # the example's code, included
+    assert "Runs for the current version of each Model" in tutorial  # the included code
+    cluster = text_of(tmp_path / "cluster" / "index.html")
+    for command in ("docker build", "helm install sedna-gm", "--server-side", "token create"):
+        assert command in cluster, command
+    embedding = text_of(tmp_path / "embedding" / "index.html")
+    assert "kubectl apply" in embedding  # without a Model the manager sends nothing
+    assert "cat messages.jsonl" in embedding
+    assert "--8<--" not in embedding and "[start:commands]" not in embedding
+
+
+def text_of(page: Path) -> str:
+    """A built page's text, without the highlighter's markup."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
 
 
 def test_the_reference_lists_every_public_name() -> None:
@@ -58,6 +72,33 @@ def test_a_page_the_nav_does_not_list_is_added_under_features(tmp_path: Path) ->
         {"Features": [{"Re-identification": "reid.md"}]},
         {"API reference": "reference.md"},
     ]
+
+
+def test_nav_labels_are_plain_text(tmp_path: Path) -> None:
+    """MkDocs shows a label verbatim: a heading's `code` must not bring its backticks."""
+    (tmp_path / "index.md").write_text("# Home\n")
+    (tmp_path / "reid.md").write_text("# Re-identification (`reid`)\n")
+    config = load_nav_hook().on_config({"docs_dir": str(tmp_path), "nav": []})
+    assert config["nav"] == [
+        {"Features": [{"Home": "index.md"}, {"Re-identification (reid)": "reid.md"}]}
+    ]
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+    site = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=Loader)
+    nav = load_nav_hook().on_config({"docs_dir": str(DOCS), "nav": site["nav"]})["nav"]
+
+    def labels(item: Any) -> list[str]:
+        if isinstance(item, list):
+            return [label for each in item for label in labels(each)]
+        if isinstance(item, dict):
+            return [*item, *labels(list(item.values()))]
+        return []
+
+    assert [label for label in labels(nav) if "`" in label] == []
 
 
 def test_docs_speak_to_users_only() -> None:

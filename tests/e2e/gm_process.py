@@ -94,7 +94,7 @@ class GMProcess:
             f"log tail:\n{self.tail()}"
         )
 
-    def connect(self, timeout: float = 30.0) -> KubeClient:
+    def connect(self, timeout: float = 120.0) -> KubeClient:
         """Wait for the kubeconfig, then for the server to answer through it."""
         self.wait_for(self.kubeconfig.exists, f"{self.kubeconfig}", timeout)
 
@@ -110,7 +110,7 @@ class GMProcess:
 
         return self.wait_for(ready, "the embedded API server to answer", timeout)
 
-    def stop(self, timeout: float = 30.0) -> int:
+    def stop(self, timeout: float = 60.0) -> int:
         """SIGTERM and wait; returns the exit code."""
         if self.api_client is not None:
             self.api_client.close()

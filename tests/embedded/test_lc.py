@@ -156,7 +156,7 @@ def job(conditions: list[dict[str, Any]], deploy_threshold: float = 0.1) -> dict
                     "condition": {
                         "operator": ">",
                         "threshold": deploy_threshold,
-                        "metric": "precision_delta",
+                        "metric": "precision_delta[0]",
                     }
                 },
             },

@@ -79,7 +79,8 @@ def test_the_tutorial_steps(tmp_path: Path) -> None:
         "old-detector": (
             "Warning",
             "SyncFailed",
-            "spec.format: 'h5' is not one of pb, ckpt; not retried until the object changes",
+            "handler check: spec.format: 'h5' is not one of pb, ckpt; not retried until the"
+            " object changes",
         ),
     }
     assert "feature model_check (plugin model_check) ready" in log

@@ -28,9 +28,9 @@ def test_the_feature_declares_exactly_what_it_calls(
     make_gm: GMFactory,
     make_lc: LCFactory,
     embedded_apiserver: APIServer,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
-    job = sample_job(sedna_reference)
+    job = sample_job(sample_dir)
     job["spec"]["transmitter"] = {"s3": {"aggDataPath": "s3://fl/agg", "credentialName": "s3"}}
     api.inputs(job)
     key = base64.b64encode(b"k").decode()

@@ -110,12 +110,12 @@ MALFORMED: list[tuple[str, Mutation, str, str]] = [
 def test_a_malformed_spec_gets_an_event_and_a_condition_naming_the_field(
     api: Api,
     make_gm: GMFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     mutate: Mutation,
     field: str,
     reason: str,
 ) -> None:
-    good = sample_job(sedna_reference)
+    good = sample_job(sample_dir)
     api.inputs(good)
     bad = copy.deepcopy(good)
     mutate(bad["spec"])
@@ -134,9 +134,9 @@ def test_a_malformed_spec_gets_an_event_and_a_condition_naming_the_field(
 
 
 def test_a_missing_model_is_named_and_the_job_starts_when_it_appears(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
-    job = sample_job(sedna_reference)
+    job = sample_job(sample_dir)
     api.inputs(job)
     api.models.delete(api.ns, MODEL)
     make_gm()
@@ -152,10 +152,8 @@ def test_a_missing_model_is_named_and_the_job_starts_when_it_appears(
     assert [r for _, r, _ in api.event_list()].count("MissingModel") == 1
 
 
-def test_a_missing_dataset_names_its_worker(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
-) -> None:
-    job = sample_job(sedna_reference)
+def test_a_missing_dataset_names_its_worker(api: Api, make_gm: GMFactory, sample_dir: Path) -> None:
+    job = sample_job(sample_dir)
     api.inputs(job)
     api.datasets.delete(api.ns, "edge2-surface-defect-detection-dataset")
     make_gm()
@@ -165,9 +163,9 @@ def test_a_missing_dataset_names_its_worker(
 
 
 def test_a_missing_transmitter_secret_is_retried_and_named(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
-    job = sample_job(sedna_reference)
+    job = sample_job(sample_dir)
     job["spec"]["transmitter"] = {"s3": {"aggDataPath": "s3://fl/agg", "credentialName": "nope"}}
     api.inputs(job)
     make_gm()
@@ -178,9 +176,9 @@ def test_a_missing_transmitter_secret_is_retried_and_named(
 
 
 def test_bad_reports_are_logged_and_change_nothing(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path, logs: LogCapture
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path, logs: LogCapture
 ) -> None:
-    job = sample_job(sedna_reference)
+    job = sample_job(sample_dir)
     api.inputs(job)
     # the handler's own checks: the message layer would refuse the stranger's report first
     gm = make_gm(websocket={"authorizeReports": False})
@@ -212,10 +210,10 @@ def test_bad_reports_are_logged_and_change_nothing(
 
 
 def test_reports_for_a_finished_job_still_reach_the_model(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     """The aggregated model's metrics may come after the last pod exits."""
-    job = sample_job(sedna_reference)
+    job = sample_job(sample_dir)
     api.inputs(job)
     gm = make_gm()
     edge1 = make_lc(gm, NODES[0])
@@ -228,7 +226,7 @@ def test_reports_for_a_finished_job_still_reach_the_model(
     assert api.phase() == "Succeeded"
 
 
-def test_options_are_validated_by_name(api: Api, sedna_reference: Path) -> None:
+def test_options_are_validated_by_name(api: Api, sample_dir: Path) -> None:
     from sedna_federated_learning.plugin import validate_options
 
     from sedna.runtime import FeatureOptionsError
@@ -241,19 +239,19 @@ def test_options_are_validated_by_name(api: Api, sedna_reference: Path) -> None:
 
 
 def test_a_worker_that_the_runtime_rejects_is_reported(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     """Started, then broken by an edit: the old workers stay, the job says why."""
-    started_job(api, make_gm, sedna_reference)
+    started_job(api, make_gm, sample_dir)
     api.fl.patch(api.ns, JOB, {"spec": {"trainingWorkers": "none"}})
     api.wait_event("InvalidSpec", "spec.trainingWorkers")
     assert len(api.live_pods()) == 3
 
 
 def test_a_service_of_the_aggregators_name_that_is_not_ours_blocks_the_job(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
-    job = sample_job(sedna_reference)
+    job = sample_job(sample_dir)
     api.inputs(job)
     foreign = {
         "apiVersion": "v1",
@@ -283,10 +281,10 @@ def test_a_service_of_the_aggregators_name_that_is_not_ours_blocks_the_job(
 
 
 def test_a_model_deleted_while_the_job_runs_does_not_stop_it(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     """Inputs are read only to make a worker (as Sedna does); the status goes on."""
-    started_job(api, make_gm, sedna_reference)
+    started_job(api, make_gm, sample_dir)
     api.models.delete(api.ns, MODEL)
     api.set_all("Running")
     api.wait_phase("Running")

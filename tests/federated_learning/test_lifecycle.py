@@ -28,9 +28,9 @@ from .helpers import (
 
 
 def test_sample_gets_its_aggregator_service_and_one_training_pod_per_worker(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
-    _, job = started_job(api, make_gm, sedna_reference)
+    _, job = started_job(api, make_gm, sample_dir)
     workers = api.workers()
     assert sorted(workers) == ["aggregation", "training-0", "training-1"]
 
@@ -90,9 +90,9 @@ def test_sample_gets_its_aggregator_service_and_one_training_pod_per_worker(
 
 
 def test_the_job_reaches_every_training_node_and_leaves_it_on_delete(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
-    job = sample_job(sedna_reference)
+    job = sample_job(sample_dir)
     api.inputs(job)
     gm = make_gm()
     lcs = [make_lc(gm, n) for n in NODES]
@@ -133,10 +133,8 @@ def test_the_job_reaches_every_training_node_and_leaves_it_on_delete(
     assert cloud.messages() == []  # the aggregator's node has no LC part in FL
 
 
-def test_phases_follow_the_pods_to_success(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
-) -> None:
-    started_job(api, make_gm, sedna_reference)
+def test_phases_follow_the_pods_to_success(api: Api, make_gm: GMFactory, sample_dir: Path) -> None:
+    started_job(api, make_gm, sample_dir)
     api.wait_phase("Pending")
     workers = api.workers()
     api.set_phase(workers["aggregation"]["metadata"]["name"], "Running")
@@ -165,9 +163,9 @@ def test_phases_follow_the_pods_to_success(
 
 
 def test_a_failed_worker_fails_the_job_for_good(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
-    started_job(api, make_gm, sedna_reference)
+    started_job(api, make_gm, sample_dir)
     api.set_all("Running")
     api.wait_phase("Running")
     pod = api.workers()["training-1"]["metadata"]["name"]
@@ -183,9 +181,9 @@ def test_a_failed_worker_fails_the_job_for_good(
 
 
 def test_every_deleted_worker_and_the_service_are_healed(
-    api: Api, make_gm: GMFactory, sedna_reference: Path, logs: LogCapture
+    api: Api, make_gm: GMFactory, sample_dir: Path, logs: LogCapture
 ) -> None:
-    started_job(api, make_gm, sedna_reference)
+    started_job(api, make_gm, sample_dir)
     for slot in ("aggregation", "training-0", "training-1"):
         old = api.workers()[slot]["metadata"]["name"]
         api.pods.delete(api.ns, old)
@@ -210,12 +208,12 @@ def test_every_deleted_worker_and_the_service_are_healed(
 
 
 def test_a_service_whose_spec_drifted_is_healed_in_place(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     """A Service of ours without the spec it was built from (made by an older GM, or
     edited along with its hash) gets the aggregator's port and selector back, and keeps
     its name and cluster IP."""
-    started_job(api, make_gm, sedna_reference)
+    started_job(api, make_gm, sample_dir)
     name = f"{JOB}-aggregation"
     before = api.services.get(api.ns, name)
     drifted = copy.deepcopy(before)
@@ -236,11 +234,9 @@ def test_a_service_whose_spec_drifted_is_healed_in_place(
     assert len(api.live_pods()) == 3
 
 
-def test_a_spec_change_rebuilds_the_workers(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
-) -> None:
+def test_a_spec_change_rebuilds_the_workers(api: Api, make_gm: GMFactory, sample_dir: Path) -> None:
     """Sedna's Test_updateJob: an edited training env reaches new pods, old ones go."""
-    started_job(api, make_gm, sedna_reference)
+    started_job(api, make_gm, sample_dir)
     before = {p["metadata"]["name"] for p in api.live_pods()}
     job = api.job()
     spec = copy.deepcopy(job["spec"])
@@ -263,9 +259,9 @@ def test_a_spec_change_rebuilds_the_workers(
 
 
 def test_round_reports_become_bounded_conditions_and_metrics_reach_the_model(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path, logs: LogCapture
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path, logs: LogCapture
 ) -> None:
-    job = sample_job(sedna_reference)
+    job = sample_job(sample_dir)
     api.inputs(job)
     gm = make_gm(options={"maxConditions": 3})
     edge1, edge2 = (make_lc(gm, n) for n in NODES)
@@ -296,12 +292,12 @@ def test_round_reports_become_bounded_conditions_and_metrics_reach_the_model(
 
 
 def test_two_jobs_each_get_their_own_aggregator_address(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     """Sedna issue 466: the aggregator's address was one controller-wide field."""
     make_gm(workers=2)
     for name in ("job-a", "job-b"):
-        job = sample_job(sedna_reference)
+        job = sample_job(sample_dir)
         job["metadata"]["name"] = name
         if name == "job-a":
             api.inputs(job)
@@ -315,11 +311,11 @@ def test_two_jobs_each_get_their_own_aggregator_address(
 
 
 def test_a_whole_life_through_the_websocket_with_go_protocol_lcs(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path, logs: LogCapture
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path, logs: LogCapture
 ) -> None:
     """Insert to both training nodes, workers run, both LCs report every round, the
     aggregated metrics land on the Model, the workers finish, the job is deleted."""
-    job = sample_job(sedna_reference)
+    job = sample_job(sample_dir)
     api.inputs(job)
     gm = make_gm()
     lcs = [make_lc(gm, n) for n in NODES]
@@ -348,10 +344,10 @@ def _rounds(api: Api) -> list[int]:
 
 
 def test_a_deleted_pod_no_job_controls_is_left_alone(
-    api: Api, make_gm: GMFactory, sedna_reference: Path, logs: LogCapture
+    api: Api, make_gm: GMFactory, sample_dir: Path, logs: LogCapture
 ) -> None:
     """Sedna's Test_deletePod, second case: deleting what is not an FL worker is harmless."""
-    started_job(api, make_gm, sedna_reference)
+    started_job(api, make_gm, sample_dir)
     stray = api.create(
         {
             "apiVersion": "v1",

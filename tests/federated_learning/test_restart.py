@@ -25,9 +25,9 @@ def _creates(api: Api) -> int:
 
 @pytest.mark.parametrize("phase", ["Pending", "Running"])
 def test_a_restart_while_the_job_runs_adopts_every_worker(
-    api: Api, make_gm: GMFactory, sedna_reference: Path, phase: str
+    api: Api, make_gm: GMFactory, sample_dir: Path, phase: str
 ) -> None:
-    gm, _ = started_job(api, make_gm, sedna_reference)
+    gm, _ = started_job(api, make_gm, sample_dir)
     if phase == "Running":
         api.set_all("Running")
     api.wait_phase(phase)
@@ -49,9 +49,9 @@ def test_a_restart_while_the_job_runs_adopts_every_worker(
 
 @pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
 def test_a_restart_after_the_end_changes_nothing(
-    api: Api, make_gm: GMFactory, sedna_reference: Path, phase: str
+    api: Api, make_gm: GMFactory, sample_dir: Path, phase: str
 ) -> None:
-    gm, _ = started_job(api, make_gm, sedna_reference)
+    gm, _ = started_job(api, make_gm, sample_dir)
     api.set_all("Succeeded" if phase == "Succeeded" else "Failed")
     api.wait_phase(phase)
     status = api.status()
@@ -66,11 +66,11 @@ def test_a_restart_after_the_end_changes_nothing(
 
 
 def test_a_gm_killed_halfway_through_creating_the_workers_completes_the_set(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     """What a GM killed after its first create leaves (the aggregator, no training pod,
     no status): the next GM makes only the missing workers."""
-    gm, _ = started_job(api, make_gm, sedna_reference)
+    gm, _ = started_job(api, make_gm, sample_dir)
     gm.stop()
     workers = api.workers()
     for slot in ("training-0", "training-1"):
@@ -87,11 +87,11 @@ def test_a_gm_killed_halfway_through_creating_the_workers_completes_the_set(
 
 
 def test_a_create_that_fails_is_retried_without_duplicates(
-    api: Api, make_gm: GMFactory, sedna_reference: Path, embedded_apiserver: APIServer
+    api: Api, make_gm: GMFactory, sample_dir: Path, embedded_apiserver: APIServer
 ) -> None:
     from .helpers import sample_job
 
-    job = sample_job(sedna_reference)
+    job = sample_job(sample_dir)
     api.inputs(job)
     embedded_apiserver.faults.fail(500, every=2, verbs=["create"], resources=["pods"])
     gm = make_gm()
@@ -104,9 +104,9 @@ def test_a_create_that_fails_is_retried_without_duplicates(
 
 
 def test_a_second_pod_for_one_worker_is_deleted(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
-    gm, _ = started_job(api, make_gm, sedna_reference)
+    gm, _ = started_job(api, make_gm, sample_dir)
     api.set_phase(api.workers()["training-0"]["metadata"]["name"], "Running")
     gm.stop()
     original = api.workers()["training-0"]
@@ -124,10 +124,10 @@ def test_a_second_pod_for_one_worker_is_deleted(
 
 
 def test_pods_of_another_gm_are_adopted_then_rolled_out_like_ours(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     """Sedna's Go GM marks nothing on its pods: they are taken as the current workers."""
-    gm, _ = started_job(api, make_gm, sedna_reference)
+    gm, _ = started_job(api, make_gm, sample_dir)
     gm.stop()
     before = _names(api.live_pods())
     for name in before:
@@ -154,7 +154,7 @@ def test_pods_of_another_gm_are_adopted_then_rolled_out_like_ours(
 
 
 def test_creates_that_commit_but_answer_504_make_no_second_pod(
-    api: Api, make_gm: GMFactory, sedna_reference: Path, embedded_apiserver: APIServer
+    api: Api, make_gm: GMFactory, sample_dir: Path, embedded_apiserver: APIServer
 ) -> None:
     """kube-apiserver answers 504 after a slow etcd write that went through: the retry
     lists the job's pods from the server before creating anything (the pod cache is
@@ -163,7 +163,7 @@ def test_creates_that_commit_but_answer_504_make_no_second_pod(
 
     from .helpers import sample_job
 
-    job = sample_job(sedna_reference)
+    job = sample_job(sample_dir)
     api.inputs(job)
     embedded_apiserver.faults.fail(
         504, verbs=["create"], resources=["pods"], count=3, after_commit=True
@@ -181,7 +181,7 @@ def test_creates_that_commit_but_answer_504_make_no_second_pod(
 
 
 def test_syncs_with_a_pod_cache_that_lags_make_no_second_pod(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     """The pod cache never sees the workers (its informer stopped first): every later
     sync (woken by the job's own status writes and edits) finds them on the server."""
@@ -189,7 +189,7 @@ def test_syncs_with_a_pod_cache_that_lags_make_no_second_pod(
 
     from .helpers import sample_job
 
-    job = sample_job(sedna_reference)
+    job = sample_job(sample_dir)
     api.inputs(job)
     gm = make_gm()
     assert gm.manager is not None

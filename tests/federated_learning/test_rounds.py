@@ -56,9 +56,9 @@ def _rebuilt(api: Api, before: set[str]) -> bool:
 
 
 def test_each_round_is_recorded_once_however_the_nodes_interleave(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
-    edge1, edge2 = _start(api, make_gm, make_lc, sedna_reference)
+    edge1, edge2 = _start(api, make_gm, make_lc, sample_dir)
     edge1.report_round(api.ns, 1)
     edge1.report_round(api.ns, 2)
     wait_until(lambda: _rounds(api) == [1, 2], what="rounds 1, 2")
@@ -73,9 +73,9 @@ def test_each_round_is_recorded_once_however_the_nodes_interleave(
 
 
 def test_a_spec_rollout_starts_a_new_run_whose_rounds_are_recorded(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path, logs: LogCapture
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path, logs: LogCapture
 ) -> None:
-    edge1, edge2 = _start(api, make_gm, make_lc, sedna_reference)
+    edge1, edge2 = _start(api, make_gm, make_lc, sample_dir)
     for r in (1, 2, 3):
         edge1.report_round(api.ns, r)
         edge2.report_round(api.ns, r)
@@ -107,9 +107,9 @@ def test_a_spec_rollout_starts_a_new_run_whose_rounds_are_recorded(
 
 
 def test_a_deleted_aggregator_starts_a_new_run_only_after_rounds(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
-    edge1, _ = _start(api, make_gm, make_lc, sedna_reference)
+    edge1, _ = _start(api, make_gm, make_lc, sample_dir)
 
     def replace_aggregator() -> None:
         old = api.workers()["aggregation"]["metadata"]
@@ -134,10 +134,10 @@ def test_a_deleted_aggregator_starts_a_new_run_only_after_rounds(
 
 
 def test_the_models_update_time_is_refreshed_by_every_report_with_metrics(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     clock = FakeClock()
-    edge1, _ = _start(api, make_gm, make_lc, sedna_reference, clock=clock)
+    edge1, _ = _start(api, make_gm, make_lc, sample_dir, clock=clock)
 
     def status() -> dict[str, Any]:
         return dict(api.models.get(api.ns, MODEL).get("status") or {})

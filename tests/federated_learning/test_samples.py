@@ -38,15 +38,16 @@ def test_the_crd_serves_only_v1alpha1(sedna_reference: Path) -> None:
     )
     assert [v["name"] for v in crd["spec"]["versions"] if v["served"]] == ["v1alpha1"]
     for file in SAMPLES:
-        assert sample_job(sedna_reference, file)["apiVersion"] == "sedna.io/v1alpha1"
+        job = sample_job(sedna_reference / "crd-samples", file)
+        assert job["apiVersion"] == "sedna.io/v1alpha1"
 
 
 @pytest.mark.parametrize("file", sorted(SAMPLES))
 def test_every_sedna_sample_is_reconciled(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path, file: str
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path, file: str
 ) -> None:
     name, nodes = SAMPLES[file]
-    job = sample_job(sedna_reference, file)
+    job = sample_job(sample_dir, file)
     api.inputs(job)
     api.create(_secret("mysecret"))
     gm = make_gm()

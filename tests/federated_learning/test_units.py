@@ -34,8 +34,8 @@ def _pod(
     }
 
 
-def test_sample_spec_parses_with_nodes(sedna_reference: Path) -> None:
-    job = sample_job(sedna_reference)
+def test_sample_spec_parses_with_nodes(sample_dir: Path) -> None:
+    job = sample_job(sample_dir)
     spec = job_spec(job)
     assert spec.model == "surface-defect-detection-model"
     assert [(w.index, w.node) for w in spec.training] == [(0, "edge1"), (1, "edge2")]
@@ -43,8 +43,8 @@ def test_sample_spec_parses_with_nodes(sedna_reference: Path) -> None:
     assert training_nodes(job) == {"edge1", "edge2"}
 
 
-def test_a_hostname_selector_names_the_node_too(sedna_reference: Path) -> None:
-    job = sample_job(sedna_reference)
+def test_a_hostname_selector_names_the_node_too(sample_dir: Path) -> None:
+    job = sample_job(sample_dir)
     tspec = job["spec"]["trainingWorkers"][0]["template"]["spec"]
     del tspec["nodeName"]
     tspec["nodeSelector"] = {"kubernetes.io/hostname": "edge7"}
@@ -65,8 +65,8 @@ def test_spec_errors_name_the_field() -> None:
         job_spec({})
 
 
-def test_assign_keeps_one_pod_per_worker_and_marks_the_rest(sedna_reference: Path) -> None:
-    spec = job_spec(sample_job(sedna_reference))
+def test_assign_keeps_one_pod_per_worker_and_marks_the_rest(sample_dir: Path) -> None:
+    spec = job_spec(sample_job(sample_dir))
     pods = [
         _pod("a1", "aggregation", wtype="aggregation"),
         _pod("t2", "training-0"),

@@ -125,15 +125,15 @@ def test_invalid_job_gets_an_event_and_a_condition_naming_the_field(
     field: str,
     api: Api,
     make_gm: GMFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     logs: LogCapture,
 ) -> None:
     gm = make_gm()
-    create_dependencies(api, sedna_reference)
-    bad = sample_job(sedna_reference, name="bad-job")
+    create_dependencies(api, sample_dir)
+    bad = sample_job(sample_dir, name="bad-job")
     mutate(bad)
     api.create(bad)
-    api.create(sample_job(sedna_reference))
+    api.create(sample_job(sample_dir))
     msg = api.wait_event("InvalidSpec", field, name="bad-job")
     assert field in msg
     assert logs.contains(f"{api.ns}/bad-job", "InvalidSpec", field)
@@ -178,12 +178,12 @@ def test_a_fixed_spec_starts_the_job(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    create_dependencies(api, sedna_reference)
-    bad = sample_job(sedna_reference)
+    create_dependencies(api, sample_dir)
+    bad = sample_job(sample_dir)
     mutate(bad)
     api.create(bad)
     api.wait_event("InvalidSpec", field)
@@ -203,11 +203,11 @@ def test_a_fixed_spec_starts_the_job(
 
 
 def test_an_edit_breaking_a_running_job_is_named_and_its_fix_clears_it(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     start_stage(api, lc, "train", TRAIN_INPUT)
     api.jobs.patch(api.ns, JOB, {"spec": {"deploySpec": {"trigger": {"checkPeriodSeconds": -1}}}})
     field = "spec.deploySpec.trigger.checkPeriodSeconds"
@@ -225,12 +225,12 @@ def test_an_edit_breaking_a_running_job_is_named_and_its_fix_clears_it(
 
 
 def test_report_for_unknown_job_is_logged_and_the_connection_goes_on(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path, logs: LogCapture
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path, logs: LogCapture
 ) -> None:
     # the handler's own check: the message layer would refuse an unrouted report first
     gm = make_gm(websocket={"authorizeReports": False})
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     lc.report(api.ns, "train", "ready", name="no-such-job", input=TRAIN_INPUT)
     wait_until(
         lambda: logs.contains(f"node {DS_NODE}", f"{api.ns}/no-such-job", "no such job"),
@@ -271,14 +271,14 @@ def test_invalid_report_is_an_error_for_that_message_only(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     logs: LogCapture,
 ) -> None:
     """Malformed or oversized: an Event and a log line naming the field, the status as it
     was (it does not grow), and the next report still lands."""
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     before = api.job()["status"]
     lc.report(api.ns, "", "", payload=payload)
     msg = api.wait_event("InvalidReport", field)
@@ -290,11 +290,9 @@ def test_invalid_report_is_an_error_for_that_message_only(
     start_stage(api, lc, "train", TRAIN_INPUT)
 
 
-def test_condition_data_that_is_not_json(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
-) -> None:
+def test_condition_data_that_is_not_json(api: Api, make_gm: GMFactory, sample_dir: Path) -> None:
     gm = make_gm()
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     job = api.job()
     conds = job["status"]["conditions"]
     conds.append({**conds[-1], "type": "Ready", "data": "{not json"})
@@ -308,12 +306,12 @@ def test_condition_data_that_is_not_json(
 
 
 def test_honest_reports_with_several_models_and_metrics_land(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     """The bound leaves room: three models with long object-store URLs and metrics."""
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     models = [
         {
             "format": "pb",
@@ -331,3 +329,27 @@ def test_honest_reports_with_several_models_and_metrics_land(
     assert len(ready[-1]["data"]) > 1500
     assert [m["url"] for m in data["input"]["models"]] == [m["url"] for m in models]
     assert data["input"]["models"][2]["metrics"]["map_50"] == 0.8
+
+
+def test_a_job_whose_worker_the_api_server_refuses_says_so(
+    api: Api, make_gm: GMFactory, sample_dir: Path
+) -> None:
+    """A 253-character name leaves no room for `<job>-inference-` (kube's generateName is a
+    name too): Sedna's GM retries for ever, with no Event (its name was too long as well)
+    and no condition. Ours writes both, and waits for a new spec instead of retrying."""
+    make_gm()
+    create_dependencies(api, sample_dir)
+    name = ("a" * 60 + ".") * 4 + "b" * 8
+    assert len(name) == 252
+    api.create(sample_job(sample_dir, name=name))
+    msg = api.wait_event("WorkerInvalid", "metadata.generateName", name=name)
+    assert "the API server refused the inference worker" in msg
+    waiting = wait_until(
+        lambda: (c := api.conditions(name)) and c[-1].get("reason") == "WorkerInvalid" and c[-1],
+        what="the waiting condition saying why",
+    )
+    assert (waiting["stage"], waiting["type"]) == ("Train", "Waiting")
+    assert "generateName" in waiting["message"]
+    (event,) = [e for e in api.events_of(name) if e["reason"] == "WorkerInvalid"]
+    assert len(event["metadata"]["name"]) <= 253
+    assert event["involvedObject"]["name"] == name

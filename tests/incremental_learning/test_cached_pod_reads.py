@@ -134,7 +134,7 @@ class RecordingGM(GM):
 
 
 def test_two_cycles_read_no_field_the_worker_pod_transform_drops(
-    api: Api, make_lc: LCFactory, make_gm: GMFactory, sedna_reference: Path, apiserver: Any
+    api: Api, make_lc: LCFactory, make_gm: GMFactory, sample_dir: Path, apiserver: Any
 ) -> None:
     import kubernetes
 
@@ -150,7 +150,7 @@ def test_two_cycles_read_no_field_the_worker_pod_transform_drops(
     try:
         ds_lc = make_lc(gm, DS_NODE)
         node_lc = make_lc(gm, WORKER_NODE)
-        start_sample_job(api, sedna_reference)
+        start_sample_job(api, sample_dir)
         (infer,) = api.live_pods("inference")
         assert env_of(infer)  # the API's pod is whole; only the cache is trimmed
         name = infer["metadata"]["name"]

@@ -164,14 +164,14 @@ def test_sample_job_runs_two_cycles(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     logs: LogCapture,
 ) -> None:
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
     node_lc = make_lc(gm, WORKER_NODE)
     # first sync: startTime, the inference worker, Train/Waiting
-    start_sample_job(api, sedna_reference, hot_update=hot)
+    start_sample_job(api, sample_dir, hot_update=hot)
     job = api.job()
     assert job["status"]["startTime"]
     (infer,) = api.live_pods("inference")

@@ -31,11 +31,11 @@ KIND = "incrementallearningjob"
 
 def test_rbac_grants_every_call_the_gm_makes_in_a_cycle(
     api: Api, make_gm: GMFactory, make_lc: LCFactory, embedded_apiserver: APIServer,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:  # fmt: skip
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     start_stage(api, lc, "train", TRAIN_INPUT)
     (pod,) = api.live_pods("train")
     api.set_phase_and_wait(pod["metadata"]["name"], "Running", "Train/Running")
@@ -59,12 +59,12 @@ def test_rbac_grants_every_call_the_gm_makes_in_a_cycle(
 
 
 def test_a_new_ready_never_adopts_a_pod_an_earlier_condition_recorded(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     clock = whole_second_clock()
     gm = make_gm(clock=clock)
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     start_stage(api, lc, "train", TRAIN_INPUT)
     (stale,) = api.live_pods("train")
     stale_name = stale["metadata"]["name"]
@@ -92,11 +92,11 @@ def test_a_new_ready_never_adopts_a_pod_an_earlier_condition_recorded(
 
 
 def test_missing_dataset_is_named_on_the_waiting_job_and_sent_when_it_appears(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference, dataset=False)
+    start_sample_job(api, sample_dir, dataset=False)
     msg = api.wait_event("MissingDataset")
     assert f"Dataset {api.ns}/incremental-dataset" in msg and "spec.dataset.name" in msg
     waiting = wait_until(
@@ -106,7 +106,7 @@ def test_missing_dataset_is_named_on_the_waiting_job_and_sent_when_it_appears(
     assert waiting["type"] == "Waiting" and "incremental-dataset" in waiting["message"]
     assert gm.controller.wait_idle(5.0)
     assert lc.messages(KIND, "insert", JOB) == []  # the LC cannot hear of it yet
-    api.create(sample_dataset(sedna_reference))  # no resync in 3600 s: the watch sends it
+    api.create(sample_dataset(sample_dir))  # no resync in 3600 s: the watch sends it
     lc.wait_for(KIND, "insert", JOB)
     lc.wait_for("model", "insert", "initial-model")
     # the note is gone once the Dataset exists; the state is unchanged
@@ -115,13 +115,13 @@ def test_missing_dataset_is_named_on_the_waiting_job_and_sent_when_it_appears(
 
 
 def test_missing_initial_model_is_named_and_sent_when_it_appears(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    api.create(sample_model(sedna_reference, "deploy-model"))
-    api.create(sample_dataset(sedna_reference))
-    api.create(sample_job(sedna_reference))
+    api.create(sample_model(sample_dir, "deploy-model"))
+    api.create(sample_dataset(sample_dir))
+    api.create(sample_job(sample_dir))
     api.wait_latest("Train/Waiting")
     msg = api.wait_event("MissingModel", "initial-model")
     assert f"Model {api.ns}/initial-model" in msg and "spec.initialModel.name" in msg
@@ -131,16 +131,16 @@ def test_missing_initial_model_is_named_and_sent_when_it_appears(
     )
     assert gm.controller.wait_idle(5.0)
     assert lc.messages("model", "insert", "initial-model") == []
-    api.create(sample_model(sedna_reference, "initial-model"))
+    api.create(sample_model(sample_dir, "initial-model"))
     lc.wait_for("model", "insert", "initial-model")
 
 
 def test_invalid_report_event_names_the_field_once(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     lc.report(
         api.ns, "", "", payload={"phase": "train", "status": "ready", "input": {"dataURL": 3}}
     )
@@ -152,14 +152,14 @@ def test_invalid_report_event_names_the_field_once(
 
 
 def test_a_lost_create_answer_makes_no_second_inference_worker(
-    api: Api, make_gm: GMFactory, embedded_apiserver: APIServer, sedna_reference: Path
+    api: Api, make_gm: GMFactory, embedded_apiserver: APIServer, sample_dir: Path
 ) -> None:
     faults = embedded_apiserver.faults
     faults.close_watches_after(1)  # every watch stream ends after one event
     try:
         # virtual time: the blinded pod informer's relist backoff never runs out
         gm = make_gm(clock=whole_second_clock())
-        create_dependencies(api, sedna_reference)
+        create_dependencies(api, sample_dir)
         ctl = gm.controller
         wait_until(
             lambda: (
@@ -185,7 +185,7 @@ def test_a_lost_create_answer_makes_no_second_inference_worker(
         wait_until(lambda: ctl.pods.lister.get(api.ns, "unrelated"), what="last pod event")
         # The inference pod is created, but the GM hears 504 and its cache never sees it.
         faults.fail(504, verbs=["create"], resources=["pods"], count=1, after_commit=True)
-        api.create(sample_job(sedna_reference))
+        api.create(sample_job(sample_dir))
         api.wait_event("InferenceWorkerFailed", "504")
         assert len(api.live_pods("inference")) == 1
         api.jobs.patch(api.ns, JOB, {"metadata": {"annotations": {"poke": "1"}}})  # a sync
@@ -201,14 +201,14 @@ def test_a_lost_create_answer_makes_no_second_train_worker(
     make_gm: GMFactory,
     make_lc: LCFactory,
     embedded_apiserver: APIServer,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     faults = embedded_apiserver.faults
     faults.close_watches_after(1)
     try:
         gm = make_gm(clock=whole_second_clock())
         lc = make_lc(gm, DS_NODE)
-        start_sample_job(api, sedna_reference)
+        start_sample_job(api, sample_dir)
         ctl = gm.controller
         (inference,) = api.live_pods("inference")
         wait_until(lambda: ctl.pods.lister.get(api.ns, inference["metadata"]["name"]))
@@ -238,12 +238,12 @@ def test_a_lost_create_answer_makes_no_second_train_worker(
 
 
 def test_stale_workers_stay_unadopted_when_trimming_dropped_their_conditions(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     clock = whole_second_clock()
     gm = make_gm(clock=clock, options={"maxConditions": 6})
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     stale: list[str] = []
     for round_, backoff in ((1, 10.0), (2, 20.0), (3, 0.0)):
         data = {**TRAIN_INPUT, "dataURL": f"/data/train/{round_}.txt"}

@@ -50,9 +50,9 @@ def _events(gm: GM, api: Api) -> list[tuple[str, str, str]]:
 
 
 def test_first_sync_writes_status_without_reading_the_job_and_posts_one_event(
-    api: Api, make_gm: GMFactory, embedded_apiserver: APIServer, sedna_reference: Path
+    api: Api, make_gm: GMFactory, embedded_apiserver: APIServer, sample_dir: Path
 ) -> None:
-    gm = _idle_gm(make_gm, api, sedna_reference)
+    gm = _idle_gm(make_gm, api, sample_dir)
     gets = _count(embedded_apiserver, "get", "incrementallearningjobs")
     puts = _count(embedded_apiserver, "update", "incrementallearningjobs/status")
     assert gm.controller.sync(f"{api.ns}/{JOB}") is None
@@ -68,9 +68,9 @@ def test_first_sync_writes_status_without_reading_the_job_and_posts_one_event(
 
 
 def test_created_worker_is_announced_alone_when_the_state_write_fails(
-    api: Api, make_gm: GMFactory, embedded_apiserver: APIServer, sedna_reference: Path
+    api: Api, make_gm: GMFactory, embedded_apiserver: APIServer, sample_dir: Path
 ) -> None:
-    gm = _idle_gm(make_gm, api, sedna_reference)
+    gm = _idle_gm(make_gm, api, sample_dir)
     key = f"{api.ns}/{JOB}"
     embedded_apiserver.faults.fail(
         500, verbs=["update"], resources=["incrementallearningjobs/status"], count=1
@@ -94,13 +94,13 @@ def test_created_worker_is_announced_alone_when_the_state_write_fails(
 
 
 def test_a_labelled_pod_the_job_does_not_control_is_not_its_worker(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     ctl = gm.controller
     ctl.stop()
-    create_dependencies(api, sedna_reference)
-    job = api.create(sample_job(sedna_reference))
+    create_dependencies(api, sample_dir)
+    job = api.create(sample_job(sample_dir))
     labels = {
         f"{LABEL}name": JOB,
         f"{LABEL}uid": job["metadata"]["uid"],

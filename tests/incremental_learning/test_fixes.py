@@ -37,11 +37,11 @@ def _idle(gm: Any) -> None:
 
 
 def test_1_inference_create_failure_is_reported_and_retried_with_backoff(
-    api: Api, make_gm: GMFactory, embedded_apiserver: APIServer, sedna_reference: Path
+    api: Api, make_gm: GMFactory, embedded_apiserver: APIServer, sample_dir: Path
 ) -> None:
     clock = whole_second_clock()
     gm = make_gm(clock=clock)
-    create_dependencies(api, sedna_reference)
+    create_dependencies(api, sample_dir)
     # A Model or Dataset reaching the GM's cache after the job wakes the job at once (fix
     # 6); wait for them here, so the retry can only come from the backoff.
     ctl = gm.controller
@@ -54,7 +54,7 @@ def test_1_inference_create_failure_is_reported_and_retried_with_backoff(
         what="dependencies in the GM's caches",
     )
     embedded_apiserver.faults.fail(500, verbs=["create"], resources=["pods"], count=1)
-    api.create(sample_job(sedna_reference))
+    api.create(sample_job(sample_dir))
     api.wait_event("InferenceWorkerFailed", "cannot create the inference worker")
     _idle(gm)
     assert api.live_pods("inference") == []
@@ -66,17 +66,17 @@ def test_1_inference_create_failure_is_reported_and_retried_with_backoff(
 
 
 def test_2_inference_secret_error_is_reported(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     clock = whole_second_clock()
     gm = make_gm(clock=clock)
-    deploy = sample_model(sedna_reference, "deploy-model")
+    deploy = sample_model(sample_dir, "deploy-model")
     deploy["spec"]["url"] = "s3://models/deploy/frozen.pb"
     deploy["spec"]["credentialName"] = "s3-creds"
-    api.create(sample_model(sedna_reference, "initial-model"))
+    api.create(sample_model(sample_dir, "initial-model"))
     api.create(deploy)
-    api.create(sample_dataset(sedna_reference))
-    api.create(sample_job(sedna_reference))
+    api.create(sample_dataset(sample_dir))
+    api.create(sample_job(sample_dir))
     msg = api.wait_event("InferenceWorkerFailed", "s3-creds")
     assert "deploy-model" in msg and "spec.credentialName" in msg
     _idle(gm)
@@ -132,11 +132,11 @@ def _pod(api: Api, name: str, worker_type: str, phase: str) -> None:
 
 
 def test_3_stage_pod_is_found_by_worker_type_label(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     # A train worker whose name does not end in "-train-xxxxx" (Sedna never finds it and
     # starts a second one), and a failed eval worker named like a train worker (Sedna
     # takes it for the train pod and fails the stage).
@@ -152,13 +152,13 @@ def test_3_stage_pod_is_found_by_worker_type_label(
 
 
 def test_4_conditions_are_bounded_and_keep_the_latest_of_each_stage(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     # deploy/ready comes from a node the job is not routed to (no hot update)
     gm = make_gm(options={"maxConditions": 6}, websocket={"authorizeReports": False})
     ds_lc = make_lc(gm, DS_NODE)
     node_lc = make_lc(gm, WORKER_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     for cycle in (1, 2):
         start_stage(api, ds_lc, "train", TRAIN_INPUT)
         train = api.pending_pod("train")
@@ -181,12 +181,12 @@ def test_4_conditions_are_bounded_and_keep_the_latest_of_each_stage(
 
 
 def test_5_failing_stage_backs_off_exponentially(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     clock = whole_second_clock()
     gm = make_gm(clock=clock)
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     for failures, delay in ((1, 10), (2, 20), (3, 40)):
         start_stage(api, lc, "train", TRAIN_INPUT)
         pod = api.pending_pod("train")
@@ -210,12 +210,12 @@ def test_5b_backoff_is_capped_at_six_minutes() -> None:
 
 
 def test_6_missing_dataset_is_reported_and_job_wakes_when_it_appears(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     # without its Dataset the job is routed nowhere: only an unchecked LC could report
     gm = make_gm(websocket={"authorizeReports": False})
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference, dataset=False)
+    start_sample_job(api, sample_dir, dataset=False)
     lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
     msg = api.wait_event("MissingDataset")
     assert f"Dataset {api.ns}/incremental-dataset" in msg
@@ -231,17 +231,15 @@ def test_6_missing_dataset_is_reported_and_job_wakes_when_it_appears(
     assert ready["type"] == "Ready" and "incremental-dataset" in ready["message"]
     _idle(gm)
     assert api.worker_pods("train") == []
-    api.create(sample_dataset(sedna_reference))  # no resync in 3600 s: the watch wakes the job
+    api.create(sample_dataset(sample_dir))  # no resync in 3600 s: the watch wakes the job
     api.wait_latest("Train/Starting")
     assert len(api.worker_pods("train")) == 1
 
 
-def test_6b_missing_model_on_first_sync(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
-) -> None:
+def test_6b_missing_model_on_first_sync(api: Api, make_gm: GMFactory, sample_dir: Path) -> None:
     make_gm()
-    api.create(sample_dataset(sedna_reference))
-    api.create(sample_job(sedna_reference))
+    api.create(sample_dataset(sample_dir))
+    api.create(sample_job(sample_dir))
     msg = api.wait_event("MissingModel")
     assert f"Model {api.ns}/deploy-model" in msg and "spec.deploySpec.model.name" in msg
     # the job shows its state, as LL's does for a missing Dataset (Sedna's stays blank)
@@ -252,8 +250,8 @@ def test_6b_missing_model_on_first_sync(
     assert (waiting["stage"], waiting["type"]) == ("Train", "Waiting")
     assert "spec.deploySpec.model.name" in waiting["message"]
     assert "startTime" not in api.job()["status"]
-    api.create(sample_model(sedna_reference, "initial-model"))
-    api.create(sample_model(sedna_reference, "deploy-model"))
+    api.create(sample_model(sample_dir, "initial-model"))
+    api.create(sample_model(sample_dir, "deploy-model"))
     wait_until(lambda: api.live_pods("inference"), what="the inference worker")
     wait_until(
         lambda: "reason" not in api.conditions()[-1] and api.job()["status"].get("startTime"),
@@ -264,36 +262,36 @@ def test_6b_missing_model_on_first_sync(
 
 
 def test_6c_missing_model_and_dataset_on_first_sync_are_named_in_turn(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    api.create(sample_job(sedna_reference))
+    api.create(sample_job(sample_dir))
     wait_until(
         lambda: (c := api.conditions()) and c[-1].get("reason") == "MissingModel",
         what="the waiting condition naming the deploy Model",
     )
-    api.create(sample_model(sedna_reference, "deploy-model"))
-    api.create(sample_model(sedna_reference, "initial-model"))
+    api.create(sample_model(sample_dir, "deploy-model"))
+    api.create(sample_model(sample_dir, "initial-model"))
     waiting = wait_until(
         lambda: (c := api.conditions()[-1]).get("reason") == "MissingDataset" and c,
         what="the waiting condition naming the Dataset",
     )
     assert "spec.dataset.name" in waiting["message"]
     assert len(api.live_pods("inference")) == 1
-    api.create(sample_dataset(sedna_reference))
+    api.create(sample_dataset(sample_dir))
     wait_until(lambda: "reason" not in api.conditions()[-1], what="the note cleared")
     assert api.states() == ["Train/Waiting"]
     start_stage(api, lc, "train", TRAIN_INPUT)
 
 
 def test_7_deletes_reach_every_lc_even_as_tombstones(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
     node_lc = make_lc(gm, WORKER_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     start_stage(api, ds_lc, "train", TRAIN_INPUT)
     (pod,) = api.live_pods("train")
     api.set_phase_and_wait(pod["metadata"]["name"], "Running", "Train/Running")
@@ -310,7 +308,7 @@ def test_7c_a_delete_the_watch_missed_reaches_the_lcs_through_a_real_tombstone(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     embedded_apiserver: APIServer,
 ) -> None:
     faults = embedded_apiserver.faults
@@ -318,8 +316,8 @@ def test_7c_a_delete_the_watch_missed_reaches_the_lcs_through_a_real_tombstone(
     try:
         gm = make_gm()
         ds_lc = make_lc(gm, DS_NODE)
-        create_dependencies(api, sedna_reference)
-        api.create(sample_job(sedna_reference))
+        create_dependencies(api, sample_dir)
+        api.create(sample_job(sample_dir))
         ds_lc.wait_job_state("Train/Waiting")
         jobs = gm.controller.jobs
         # Blind the job informer: its stream ends on the next event and re-watching fails.
@@ -338,12 +336,12 @@ def test_7c_a_delete_the_watch_missed_reaches_the_lcs_through_a_real_tombstone(
 
 
 def test_7b_delete_reaches_dataset_node_when_dataset_is_gone(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    create_dependencies(api, sedna_reference)
-    api.create(sample_job(sedna_reference))
+    create_dependencies(api, sample_dir)
+    api.create(sample_job(sample_dir))
     ds_lc.wait_job_state("Train/Waiting")
     api.datasets.delete(api.ns, "incremental-dataset")
     wait_until(lambda: gm.controller.datasets.lister.get(api.ns, "incremental-dataset") is None)
@@ -352,15 +350,15 @@ def test_7b_delete_reaches_dataset_node_when_dataset_is_gone(
 
 
 def test_8_worker_count_is_a_feature_option(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm(workers=3)
     assert gm.controller.workers == 3
     names = [t.name for t in threading.enumerate() if t.is_alive()]
     assert len([n for n in names if n.startswith("IncrementalLearningJob-worker-")]) == 3
     # and they all work: several jobs progress
-    create_dependencies(api, sedna_reference)
+    create_dependencies(api, sample_dir)
     for i in range(4):
-        api.create(sample_job(sedna_reference, name=f"job-{i}"))
+        api.create(sample_job(sample_dir, name=f"job-{i}"))
     for i in range(4):
         api.wait_latest("Train/Waiting", name=f"job-{i}")

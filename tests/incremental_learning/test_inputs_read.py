@@ -15,10 +15,10 @@ from .helpers import sample_dataset
 
 
 def test_a_dataset_applied_with_its_job_is_found_before_the_cache_has_it(
-    api_client: kubernetes.client.ApiClient, namespace: str, sedna_reference: Path
+    api_client: kubernetes.client.ApiClient, namespace: str, sample_dir: Path
 ) -> None:
     kube = KubeClient(api_client)
-    kube.resource(DATASETS).create(namespace, sample_dataset(sedna_reference))
+    kube.resource(DATASETS).create(namespace, sample_dataset(sample_dir))
     datasets = SharedInformerFactory(kube, namespace=namespace).informer(DATASETS)  # not started
     found = read_input(datasets, namespace, "incremental-dataset", "Dataset")
     assert found is not None and found["spec"]["nodeName"]

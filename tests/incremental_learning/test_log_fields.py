@@ -44,12 +44,12 @@ def test_a_stage_transition_line_carries_stage_node_and_pod(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     json_logs: io.StringIO,
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
     api.wait_latest("Train/Starting")
     (train,) = api.live_pods("train")

@@ -28,11 +28,11 @@ EVAL_INPUT = {"models": [{"format": "ckpt", "url": "/output/train/1/m.pb"}], "da
 
 
 def test_restart_in_every_stage(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
 
     # restart before anything ran: no second inference worker
     gm.restart()
@@ -80,12 +80,12 @@ def test_restart_in_every_stage(
 
 
 def test_restart_between_pod_creation_and_status_write(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     """The GM created the worker and died before writing Starting: adopt, never duplicate."""
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     start_stage(api, ds_lc, "train", TRAIN_INPUT)
     gm.stop()
 
@@ -102,11 +102,11 @@ def test_restart_between_pod_creation_and_status_write(
 
 
 def test_restart_before_the_first_status_write(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     """The inference worker exists but startTime was never written: not created twice."""
     gm = make_gm()
-    start_sample_job(api, sedna_reference, hot_update=True)
+    start_sample_job(api, sample_dir, hot_update=True)
     gm.stop()
     job = api.job()
     job["status"] = {}
@@ -120,7 +120,7 @@ def test_restart_before_the_first_status_write(
 def test_restart_after_the_unrecorded_worker_finished(
     api: Api,
     make_gm: GMFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     embedded_apiserver: APIServer,
 ) -> None:
     """The GM created the worker but never recorded it (its Starting write failed, then
@@ -128,7 +128,7 @@ def test_restart_after_the_unrecorded_worker_finished(
     Pending/Running" rule would run the stage a second time; the pod carries the Ready
     condition it was made for, so it is adopted and its result used."""
     gm = make_gm()
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     gm.stop()
 
     job = api.job()  # the LC's train/ready, as the GM would have appended it

@@ -15,11 +15,11 @@ def _stale_count(gm: object) -> float:
 
 
 def test_a_duplicate_ready_while_the_worker_runs_starts_no_second_worker(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     start_stage(api, lc, "train", TRAIN_INPUT)
     (pod,) = api.live_pods("train")
     api.set_phase_and_wait(pod["metadata"]["name"], "Running", "Train/Running")
@@ -32,11 +32,11 @@ def test_a_duplicate_ready_while_the_worker_runs_starts_no_second_worker(
 
 
 def test_a_report_for_a_stage_the_job_has_left_is_skipped(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     start_stage(api, lc, "train", TRAIN_INPUT)
     (pod,) = api.live_pods("train")
     api.set_phase_and_wait(pod["metadata"]["name"], "Succeeded", "Eval/Waiting")

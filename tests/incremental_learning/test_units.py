@@ -114,47 +114,47 @@ def _sent(msgs: list[Any]) -> list[tuple[str, str, str, str]]:
     return [(m.node, m.operation, m.kind, m.name) for m in msgs]
 
 
-def test_downstream_rules(sedna_reference: Path) -> None:
-    lk = _lookups(sedna_reference)
+def test_downstream_rules(sample_dir: Path) -> None:
+    lk = _lookups(sample_dir)
     job = "helmet-detection-demo"
-    assert _sent(plan("insert", _job(sedna_reference, "Train", "Waiting"), lk)) == [
+    assert _sent(plan("insert", _job(sample_dir, "Train", "Waiting"), lk)) == [
         ("edge0", "insert", "Model", "initial-model"),
         ("edge0", "insert", "IncrementalLearningJob", job),
     ]
-    running = _job(sedna_reference, "Eval", "Running", Train="n1", Eval="n2")
+    running = _job(sample_dir, "Eval", "Running", Train="n1", Eval="n2")
     assert _sent(plan("insert", running, lk)) == [
         ("n1", "delete", "IncrementalLearningJob", job),
         ("n2", "insert", "IncrementalLearningJob", job),
     ]
-    deploy_waiting = _job(sedna_reference, "Deploy", "Waiting", Eval="n2")
+    deploy_waiting = _job(sample_dir, "Deploy", "Waiting", Eval="n2")
     assert _sent(plan("insert", deploy_waiting, lk)) == [
         ("n2", "insert", "Model", "deploy-model"),
         ("n2", "insert", "IncrementalLearningJob", job),
     ]
-    done = _job(sedna_reference, "Train", "Completed", Train="n1")
+    done = _job(sample_dir, "Train", "Completed", Train="n1")
     assert _sent(plan("insert", done, lk)) == [("n1", "delete", "IncrementalLearningJob", job)]
     # no stage node known yet: nothing is sent to node ""
-    assert _sent(plan("insert", _job(sedna_reference, "Train", "Running"), lk)) == []
-    deleted = _job(sedna_reference, "Eval", "Running", Train="n1", Eval="n1")
+    assert _sent(plan("insert", _job(sample_dir, "Train", "Running"), lk)) == []
+    deleted = _job(sample_dir, "Eval", "Running", Train="n1", Eval="n1")
     assert _sent(plan("delete", deleted, lk)) == [
         ("edge0", "delete", "IncrementalLearningJob", job),
         ("n1", "delete", "IncrementalLearningJob", job),
     ]
-    sent = plan("insert", _job(sedna_reference, "Train", "Waiting"), lk)[1].obj
+    sent = plan("insert", _job(sample_dir, "Train", "Waiting"), lk)[1].obj
     assert sent["kind"] == "IncrementalLearningJob"
     assert json.dumps(sent)  # plain JSON
 
 
-def test_downstream_credentials_leave_the_cached_objects_alone(sedna_reference: Path) -> None:
+def test_downstream_credentials_leave_the_cached_objects_alone(sample_dir: Path) -> None:
     """plan() copies only what it changes: the inputs are the informers' shared objects."""
-    job = _job(sedna_reference, "Train", "Waiting")
+    job = _job(sample_dir, "Train", "Waiting")
     job["spec"]["credentialName"] = "s3-creds"
-    model = sample_model(sedna_reference, "initial-model")
+    model = sample_model(sample_dir, "initial-model")
     model["metadata"]["annotations"] = {"keep": "me"}
     model["spec"]["credentialName"] = "s3-creds"
     secret = {"metadata": {"annotations": {"s3-endpoint": "s3.example"}}, "stringData": {"k": "v"}}
     lk = Lookups(
-        dataset=_lookups(sedna_reference).dataset,
+        dataset=_lookups(sample_dir).dataset,
         model=lambda ns, name: model if name == "initial-model" else None,
         secret=lambda ns, name: secret,
         warn=lambda text: None,

@@ -21,10 +21,10 @@ def kube(api_client: kubernetes.client.ApiClient) -> KubeClient:
 @pytest.fixture()
 def srv(embedded_apiserver: APIServer) -> Iterator[APIServer]:
     """The embedded server with faults and tuning restored after the test."""
-    interval = embedded_apiserver.bookmark_interval
+    interval = embedded_apiserver.bookmark_frequency
     yield embedded_apiserver
     embedded_apiserver.faults.reset()
-    embedded_apiserver.bookmark_interval = interval
+    embedded_apiserver.bookmark_frequency = interval
 
 
 FAST = InformerOptions(inactivity_timeout=30.0, join_timeout=5.0)

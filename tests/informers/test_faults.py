@@ -109,7 +109,7 @@ def test_gone_relists_and_delivers_the_differences(
 def test_bookmarks_advance_the_resource_version(
     kube: KubeClient, make_factory: Factory, srv: APIServer, namespace: str
 ) -> None:
-    srv.bookmark_interval = 0.1
+    srv.bookmark_frequency = 0.1
     f = make_factory(namespace=namespace)
     inf = f.informer(PODS)
     f.start()

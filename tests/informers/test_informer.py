@@ -74,7 +74,7 @@ def test_slow_handler_does_not_stall_the_cache(
     inf = f.informer(CONFIGMAPS)
 
     def slow(obj: Any) -> None:
-        gate.wait(5)
+        gate.wait(60)  # released by the test; the bound only ends a failed one
 
     inf.add_event_handler(ResourceEventHandlerFuncs(add=slow))
     f.start()

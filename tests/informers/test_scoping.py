@@ -122,6 +122,8 @@ def test_every_informer_drops_managed_fields_and_last_applied_before_caching(
     assert f.wait_for_cache_sync(5)
     cms.create(namespace, {"metadata": {"name": "watched", **heavy}, "data": {"k": "v"}})
     wait_until(lambda: len(inf.lister.list()) == 2, what="both cached")
+    # handlers run after the store is updated: wait for them too, not only the cache
+    wait_until(lambda: len(rec.events) == 2, what="both handled")
     # the server keeps both (as kube-apiserver does): the cache is what drops them
     stored = cms.get(namespace, "watched")["metadata"]
     assert stored["managedFields"] and LAST_APPLIED_ANNOTATION in stored["annotations"]

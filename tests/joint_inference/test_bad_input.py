@@ -86,7 +86,7 @@ CASES = [
 def test_malformed_spec_is_named_and_creates_nothing(
     api: Api,
     make_gm: GMFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     path: str,
     value: Any,
     field: str,
@@ -94,7 +94,7 @@ def test_malformed_spec_is_named_and_creates_nothing(
 ) -> None:
     make_gm()
     api.create_models()
-    ji = sample_service(sedna_reference)
+    ji = sample_service(sample_dir)
     _set(ji, path, value)
     try:
         api.create(ji)
@@ -106,13 +106,13 @@ def test_malformed_spec_is_named_and_creates_nothing(
 
 
 def test_a_list_valued_env_value_is_named_as_the_other_kinds_do(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     """As for the multi-edge kinds (Sedna's own samples have such values): an Event and a
     condition name the env entry, instead of a create the API server refuses."""
     make_gm()
     api.create_models()
-    ji = sample_service(sedna_reference)
+    ji = sample_service(sample_dir)
     container = ji["spec"]["edgeWorker"]["template"]["spec"]["containers"][0]
     env = container.setdefault("env", [])
     env.append({"name": "input_shape", "value": [416, 736]})
@@ -131,12 +131,12 @@ def test_an_invalid_spec_is_cured_by_an_edit(
     make_gm: GMFactory,
     make_lc: LCFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     deployment_controller()
     make_gm()
     api.create_models()
-    ji = sample_service(sedna_reference)
+    ji = sample_service(sample_dir)
     ji["spec"]["cloudWorker"]["hpa"] = {"minReplicas": 3, "maxReplicas": 2}
     api.create(ji)
     invalid(api, "spec.cloudWorker.hpa.maxReplicas")
@@ -146,7 +146,7 @@ def test_an_invalid_spec_is_cured_by_an_edit(
 
 
 def test_a_name_taken_by_a_foreign_deployment_is_reported_not_touched(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     foreign = {
         "apiVersion": "apps/v1",
@@ -161,7 +161,7 @@ def test_a_name_taken_by_a_foreign_deployment_is_reported_not_touched(
     api.deployments.create(api.ns, foreign)
     make_gm()
     api.create_models()
-    api.create(sample_service(sedna_reference))
+    api.create(sample_service(sample_dir))
     wait_until(lambda: api.latest() == ("Failed", "InvalidSpec"), 10.0, "conflict condition")
     assert "is not controlled by this object" in api.status()["conditions"][-1]["message"]
     api.wait_event("NameConflict", CLOUD_DEPLOYMENT)
@@ -171,11 +171,11 @@ def test_a_name_taken_by_a_foreign_deployment_is_reported_not_touched(
 
 
 def test_no_edge_node_gets_a_warning_naming_the_field(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     make_gm()
     api.create_models()
-    ji = sample_service(sedna_reference)
+    ji = sample_service(sample_dir)
     del ji["spec"]["edgeWorker"]["template"]["spec"]["nodeName"]
     api.create(ji)
     api.wait_event("MissingNodeName", "spec.edgeWorker.template.spec.nodeName")
@@ -198,14 +198,14 @@ def test_malformed_reports_are_rejected_and_the_next_good_one_lands(
     make_gm: GMFactory,
     make_lc: LCFactory,
     logs: LogCapture,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     # the handler's own checks: the message layer would refuse other-node's report first
     gm = make_gm(websocket={"authorizeReports": False})
     lc = make_lc(gm, NODE)
     other = make_lc(gm, "other-node")
     api.create_models()
-    api.create(sample_service(sedna_reference))
+    api.create(sample_service(sample_dir))
     lc.wait_for("insert")
     where = f"report from node {NODE} for JointInferenceService {api.ns}/{SAMPLE}"
     lc.report(api.ns, ["not an object"])  # the message layer's own check

@@ -50,7 +50,7 @@ def started(
     make_gm: GMFactory,
     make_lc: LCFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> Started:
     """The embedded Deployment controller, the service's Models, a GM and an LC on NODE.
 
@@ -61,7 +61,7 @@ def started(
     deployment_controller()
     api.create_models()
     gm = make_gm()
-    return Started(gm, make_lc(gm, NODE), sample_service(sedna_reference))
+    return Started(gm, make_lc(gm, NODE), sample_service(sample_dir))
 
 
 def test_full_life_through_the_websocket(api: Api, started: Started) -> None:
@@ -276,11 +276,11 @@ def test_a_missing_model_waits_and_the_service_starts_when_it_appears(
     make_gm: GMFactory,
     make_lc: LCFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     deployment_controller()
     make_gm()
-    api.create(sample_service(sedna_reference))
+    api.create(sample_service(sample_dir))
     wait_until(lambda: api.latest() == ("Pending", "ModelNotFound"), 10.0, "ModelNotFound")
     msg = api.wait_event("ModelNotFound")
     assert "spec.cloudWorker.model.name" in msg and BIG in msg
@@ -293,7 +293,7 @@ def ji_samples(ref: Path) -> list[dict[str, Any]]:
     import yaml
 
     out = []
-    for f in sorted((ref / "crd-samples").glob("*.yaml")):
+    for f in sorted(ref.glob("*.yaml")):
         for doc in yaml.safe_load_all(f.read_text()):
             if doc and doc.get("kind") == "JointInferenceService":
                 doc["metadata"].pop("namespace", None)
@@ -305,9 +305,9 @@ def test_every_sedna_sample_is_accepted_and_reconciled(
     api: Api,
     make_gm: GMFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
-    samples = ji_samples(sedna_reference)
+    samples = ji_samples(sample_dir)
     assert samples
     deployment_controller()
     make_gm()
@@ -330,7 +330,7 @@ def test_a_failed_deployment_fails_the_service_for_good(
     api: Api,
     make_gm: GMFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     """The edge pod never becomes Ready: past its progress deadline (virtual time) the
     Deployment fails, the service is Failed (Sedna's workerFailed) and, as in Sedna, left
@@ -341,7 +341,7 @@ def test_a_failed_deployment_fails_the_service_for_good(
     deployment_controller(clock=clock)
     gm = make_gm()
     api.create_models()
-    api.create(sample_service(sedna_reference))
+    api.create(sample_service(sample_dir))
     api.wait_condition("Pending")
     wait_until(lambda: len(api.names("pods")) == 2, 10.0, "pods")
     for p in api.pods.list(api.ns)["items"]:

@@ -90,13 +90,13 @@ def test_a_missing_secret_waits_and_the_service_starts_once_it_exists(
     api: Api,
     make_gm: GMFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     clock = FakeClock()
     deployment_controller()
     _models(api, SECRET)
     gm = make_gm(clock=clock)
-    api.create(sample_service(sedna_reference))
+    api.create(sample_service(sample_dir))
     wait_until(lambda: api.latest() == ("Pending", "SecretNotFound"), 10.0, "SecretNotFound")
     message = api.status()["conditions"][-1]["message"]
     assert message.startswith(f"{FIELD}: "), message
@@ -128,14 +128,14 @@ def test_a_secret_deleted_while_running_keeps_the_workers(
     api: Api,
     make_gm: GMFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     logs: LogCapture,
 ) -> None:
     deployment_controller()
     api.create(_secret())
     _models(api, SECRET)
     make_gm()
-    api.create(sample_service(sedna_reference))
+    api.create(sample_service(sample_dir))
     api.until_running()
     before = {d: api.deployments.get(api.ns, d)["metadata"]["uid"]
               for d in (CLOUD_DEPLOYMENT, EDGE_DEPLOYMENT)}  # fmt: skip
@@ -150,12 +150,12 @@ def test_an_empty_credential_name_means_no_credentials(
     api: Api,
     make_gm: GMFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     deployment_controller()
     _models(api, "")
     make_gm()
-    api.create(sample_service(sedna_reference))
+    api.create(sample_service(sample_dir))
     api.until_running()
     for name in (CLOUD_DEPLOYMENT, EDGE_DEPLOYMENT):
         assert _secret_refs(api.deployments.get(api.ns, name)) == set()
@@ -163,11 +163,11 @@ def test_an_empty_credential_name_means_no_credentials(
 
 @pytest.mark.parametrize("name", ["Model_Creds", "a/b", "x" * 254, "-creds"])
 def test_a_name_no_secret_can_have_is_an_invalid_spec(
-    api: Api, make_gm: GMFactory, sedna_reference: Path, name: str
+    api: Api, make_gm: GMFactory, sample_dir: Path, name: str
 ) -> None:
     _models(api, name)
     make_gm()
-    api.create(sample_service(sedna_reference))
+    api.create(sample_service(sample_dir))
     wait_until(lambda: api.latest() == ("Failed", "InvalidSpec"), 10.0, "InvalidSpec")
     message = api.status()["conditions"][-1]["message"]
     assert message.startswith(f"{FIELD}: ") and "not a valid Secret name" in message
@@ -179,7 +179,7 @@ def test_an_s3_secret_without_its_endpoint_waits_until_the_secret_is_fixed(
     api: Api,
     make_gm: GMFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     clock = FakeClock()
     deployment_controller()
@@ -188,7 +188,7 @@ def test_an_s3_secret_without_its_endpoint_waits_until_the_secret_is_fixed(
     api.create(incomplete)
     _models(api, SECRET)
     make_gm(clock=clock)
-    api.create(sample_service(sedna_reference))
+    api.create(sample_service(sample_dir))
     wait_until(lambda: api.latest() == ("Pending", "SecretIncomplete"), 10.0, "SecretIncomplete")
     message = api.status()["conditions"][-1]["message"]
     assert message.startswith(f"{FIELD}: ") and "s3-endpoint" in message, message

@@ -32,12 +32,12 @@ def test_a_whole_life_sends_only_declared_calls(
     make_gm: GMFactory,
     embedded_apiserver: APIServer,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     deployment_controller()
     api.create_models()
     make_gm()
-    ji = sample_service(sedna_reference)
+    ji = sample_service(sample_dir)
     ji["spec"]["cloudWorker"]["hpa"] = {"maxReplicas": 2}
     api.create(ji)
     api.until_running()

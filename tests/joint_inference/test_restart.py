@@ -50,11 +50,11 @@ def test_created_while_the_gm_is_down(
     api: Api,
     make_gm: GMFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     deployment_controller()
     api.create_models()
-    api.create(with_hpa(sedna_reference))
+    api.create(with_hpa(sample_dir))
     make_gm()
     api.until_running()
     assert api.names("deployments") == expected_names()
@@ -66,12 +66,12 @@ def test_restart_while_pending_and_while_running_changes_nothing(
     api: Api,
     make_gm: GMFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     deployment_controller()
     api.create_models()
     gm = make_gm()
-    api.create(with_hpa(sedna_reference))
+    api.create(with_hpa(sample_dir))
     api.wait_condition("Pending")
     wait_until(lambda: len(api.names("pods")) == 2, 10.0, "pods")
     before = uids(api)
@@ -94,12 +94,12 @@ def test_a_spec_change_while_the_gm_is_down_is_rolled_out_on_start(
     api: Api,
     make_gm: GMFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     deployment_controller()
     api.create_models()
     gm = make_gm()
-    api.create(sample_service(sedna_reference))
+    api.create(sample_service(sample_dir))
     api.until_running()
     gm.stop()
     api.patch_spec({"edgeWorker": {"hardExampleMining": {"name": "CrossEntropy"}}})
@@ -113,7 +113,7 @@ def test_killed_after_the_service_and_between_the_deployments(
     embedded_apiserver: APIServer,
     make_gm: GMFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     """Deployment creates fail (the GM dies after the Service): a new GM completes the set;
     then the state of a GM killed between the two Deployments (edge missing) is completed
@@ -121,7 +121,7 @@ def test_killed_after_the_service_and_between_the_deployments(
     api.create_models()
     rule = embedded_apiserver.faults.fail(500, verbs=["create"], resources=["deployments"])
     gm = make_gm()
-    api.create(sample_service(sedna_reference))
+    api.create(sample_service(sample_dir))
     wait_until(lambda: rule.seen >= 1, 10.0, "a refused deployment create")
     gm.stop()
     embedded_apiserver.faults.reset()
@@ -149,14 +149,14 @@ def test_a_lost_create_response_is_adopted_not_repeated(
     api: Api,
     make_gm: GMFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     """An `ensure` whose caches have not seen the objects (as after a create whose response
     was lost) gets AlreadyExists for each and adopts them: nothing created twice."""
     deployment_controller()
     api.create_models()
     gm = make_gm()
-    api.create(with_hpa(sedna_reference))
+    api.create(with_hpa(sample_dir))
     api.until_running()
     before = uids(api)
     assert gm.manager is not None
@@ -175,7 +175,7 @@ def test_an_owner_the_cache_still_holds_after_its_delete_gets_nothing_made_again
     api: Api,
     make_gm: GMFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     """The garbage collector's cascade can reach the GM before the owner's own delete:
     a sync then sees its objects gone and the owner still cached. It reads the owner
@@ -184,7 +184,7 @@ def test_an_owner_the_cache_still_holds_after_its_delete_gets_nothing_made_again
     deployment_controller()
     api.create_models()
     gm = make_gm()
-    api.create(with_hpa(sedna_reference))
+    api.create(with_hpa(sample_dir))
     api.until_running()
     assert gm.manager is not None
     controller: Any = gm.manager.features[0].controller
@@ -199,7 +199,7 @@ def test_an_owner_the_cache_still_holds_after_its_delete_gets_nothing_made_again
         workloads.ensure(owner, plan)
     assert (api.names("deployments"), api.names("services"), api.names("hpas")) == ([], [], [])
     # ...and one created anew under the same name is not the stale copy's owner
-    api.create(with_hpa(sedna_reference))
+    api.create(with_hpa(sample_dir))
     with pytest.raises(OwnerGone):
         workloads.ensure(owner, plan)
 
@@ -209,7 +209,7 @@ def test_status_writes_survive_conflicts(
     embedded_apiserver: APIServer,
     make_gm: GMFactory,
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     deployment_controller()
     api.create_models()
@@ -217,7 +217,7 @@ def test_status_writes_survive_conflicts(
         409, verbs=["update"], resources=["jointinferenceservices/status"], count=3
     )
     make_gm()
-    api.create(sample_service(sedna_reference))
+    api.create(sample_service(sample_dir))
     api.until_running()
     assert rule.remaining == 0
     assert api.condition_types() == ["Pending", "Running"]

@@ -46,7 +46,7 @@ def test_master_only(embedded_apiserver: APIServer) -> None:
     client = api_client_for_url(
         embedded_apiserver.url,
         token=embedded_apiserver.token,
-        ca_cert=str(embedded_apiserver.cert.cert_file),
+        ca_cert=str(embedded_apiserver.cert.ca_file),
     )
     assert KubeClient(client).resource(NAMESPACES).get(None, "default")
 

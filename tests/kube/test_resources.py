@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
+from support.outside import CRDS_DIR
 
 from sedna.runtime.kube import (
     DEPLOYMENTS,
@@ -38,9 +37,9 @@ def test_paths() -> None:
         PODS.path("ns", None, "status")
 
 
-def test_sedna_table_matches_the_crds(sedna_reference: Path) -> None:
+def test_sedna_table_matches_the_crds() -> None:
     found: dict[str, str] = {}
-    for f in sorted((sedna_reference / "crds").glob("*.yaml")):
+    for f in sorted(CRDS_DIR.glob("*.yaml")):
         for doc in yaml.load_all(
             f.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         ):

@@ -18,11 +18,11 @@ def test_every_call_of_a_cycle_is_declared_and_granted(
     make_gm: GMFactory,
     make_lc: LCFactory,
     embedded_apiserver: APIServer,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     for _ in range(2):  # the second Deploy deletes the first inference worker
         run_round(api, lc)
     assert gm.controller.wait_idle(5.0)

@@ -122,16 +122,16 @@ def test_invalid_job_gets_an_event_and_a_condition_naming_the_field(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     logs: LogCapture,
 ) -> None:
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    api.create(sample_dataset(sedna_reference))
-    bad = sample_job(sedna_reference, name="bad-job")
+    api.create(sample_dataset(sample_dir))
+    bad = sample_job(sample_dir, name="bad-job")
     mutate(bad)
     api.create(bad)
-    api.create(sample_job(sedna_reference))
+    api.create(sample_job(sample_dir))
     msg = api.wait_event("InvalidSpec", field, name="bad-job")
     assert field in msg
     assert logs.contains(f"{api.ns}/bad-job", "InvalidSpec", field)
@@ -150,12 +150,12 @@ def test_invalid_job_gets_an_event_and_a_condition_naming_the_field(
 
 
 def test_a_fixed_spec_starts_the_job(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    api.create(sample_dataset(sedna_reference))
-    bad = sample_job(sedna_reference)
+    api.create(sample_dataset(sample_dir))
+    bad = sample_job(sample_dir)
     _bad_operator(bad)
     _train_container(bad)
     api.create(bad)
@@ -221,12 +221,12 @@ def test_invalid_report_is_an_error_for_that_message_only(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     logs: LogCapture,
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     before = api.job()["status"]
     lc.report(api.ns, "", "", payload=payload)
     if not isinstance(payload, dict):  # the message layer rejects it before the feature
@@ -248,11 +248,11 @@ def test_invalid_report_is_an_error_for_that_message_only(
 
 
 def test_report_for_unknown_job_is_logged_and_the_connection_goes_on(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path, logs: LogCapture
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path, logs: LogCapture
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     lc.report(api.ns, "train", "ready", name="no-such-job", input=TRAIN_INPUT)
     wait_until(
         lambda: logs.contains(f"node {DS_NODE}", f"{api.ns}/no-such-job"),
@@ -262,13 +262,13 @@ def test_report_for_unknown_job_is_logged_and_the_connection_goes_on(
 
 
 def test_honest_report_with_several_models_and_tasks_lands(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     """The bound on condition data leaves room for what Sedna's LL workers report: a
     few models, each with the metrics of a few tasks and its classes."""
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     run_stage(api, lc, "train", TRAIN_INPUT)
     models = [
         {

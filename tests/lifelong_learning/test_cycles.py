@@ -25,12 +25,12 @@ from .helpers import (
 
 
 def test_sedna_sample_is_accepted_and_runs_a_whole_cycle(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
     node_lc = make_lc(gm, WORKER_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     assert api.job()["status"]["startTime"]
     # no inference worker before Deploy (Sedna's LL creates it only then)
     assert api.worker_pods("inference") == []
@@ -115,12 +115,12 @@ def test_sedna_sample_is_accepted_and_runs_a_whole_cycle(
 
 
 def test_deploy_completed_by_the_lc_keeps_the_inference_worker(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     """An LC with nothing to deploy reports deploy/completed: no worker is created."""
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     train = run_stage(api, ds_lc, "train", TRAIN_INPUT)
     api.set_phase_and_wait(train["metadata"]["name"], "Succeeded", "Eval/Waiting")
     ev = run_stage(api, ds_lc, "eval", EVAL_INPUT)
@@ -131,11 +131,11 @@ def test_deploy_completed_by_the_lc_keeps_the_inference_worker(
 
 
 def test_failed_worker_sends_the_job_back_to_train(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm(options={"failureBackoffSeconds": 0.01, "failureBackoffMaxSeconds": 0.01})
     ds_lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     train = run_stage(api, ds_lc, "train", TRAIN_INPUT)
     api.set_phase_and_wait(train["metadata"]["name"], "Failed", "Train/Waiting")
     assert api.states()[-2:] == ["Train/Failed", "Train/Waiting"]

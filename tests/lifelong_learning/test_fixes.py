@@ -28,13 +28,13 @@ from .helpers import (
 
 
 def test_a_tombstone_delete_reaches_every_lc(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     """Go's syncToEdge casts the tombstone to a job, gets nil and dereferences it."""
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
     node_lc = make_lc(gm, WORKER_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     run_stage(api, ds_lc, "train", TRAIN_INPUT)
     node_lc.wait_job_state("Train/Running")
 
@@ -49,7 +49,7 @@ def test_a_delete_the_watch_missed_arrives_as_a_real_tombstone(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     embedded_apiserver: APIServer,
 ) -> None:
     faults = embedded_apiserver.faults
@@ -57,8 +57,8 @@ def test_a_delete_the_watch_missed_arrives_as_a_real_tombstone(
     try:
         gm = make_gm()
         ds_lc = make_lc(gm, DS_NODE)
-        api.create(sample_dataset(sedna_reference))
-        api.create(sample_job(sedna_reference))
+        api.create(sample_dataset(sample_dir))
+        api.create(sample_job(sample_dir))
         ds_lc.wait_job_state("Train/Waiting")
         jobs = gm.controller.jobs
         faults.fail(500, verbs=["watch"], resources=["lifelonglearningjobs"])
@@ -76,28 +76,28 @@ def test_a_delete_the_watch_missed_arrives_as_a_real_tombstone(
 
 
 def test_a_missing_dataset_is_named_and_the_job_wakes_when_it_appears(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    api.create(sample_job(sedna_reference))
+    api.create(sample_job(sample_dir))
     msg = api.wait_event("MissingDataset", f"Dataset {api.ns}/{DATASET}")
     assert "spec.dataset.name" in msg
     wait_until(lambda: api.conditions() and api.conditions()[-1].get("reason") == "MissingDataset")
     assert ds_lc.messages(KIND) == []  # no node to send it to yet
-    api.create(sample_dataset(sedna_reference))
+    api.create(sample_dataset(sample_dir))
     ds_lc.wait_job_state("Train/Waiting")  # sent as soon as the Dataset appeared
     run_stage(api, ds_lc, "train", TRAIN_INPUT)
     assert gm.controller.wait_idle(5.0)
 
 
 def test_a_ready_report_without_input_blocks_with_the_field_named(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     """Go creates the pod with empty URLs (or errors without saying which input)."""
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     ds_lc.report(api.ns, "eval", "ready", input={"dataURL": "/d.txt"})
     msg = api.wait_event("InvalidConditionData", "input.models: no model to evaluate")
     assert msg.startswith("status.conditions[1].data.input.models")
@@ -110,14 +110,14 @@ def test_a_ready_report_without_input_blocks_with_the_field_named(
 
 
 def test_a_new_round_never_takes_the_still_running_worker_of_the_last_one(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     """Go looks at the newest pod of the stage's type: when the last round's train worker
     reported but has not exited yet, the next Train/Ready sees it Running, creates no
     pod, and the old worker "runs" the new round on its old data."""
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     old = run_stage(api, ds_lc, "train", TRAIN_INPUT)
     ds_lc.report(api.ns, "train", "completed", output=TRAIN_OUTPUT)
     api.wait_latest("Eval/Waiting")
@@ -139,14 +139,14 @@ def test_a_create_whose_answer_was_lost_makes_no_second_worker(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     embedded_apiserver: APIServer,
 ) -> None:
     """The pod create commits but answers 504 (kube-apiserver does so when etcd is slow):
     Go retries from its cache and runs the stage twice; the stage machine checks first."""
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     embedded_apiserver.faults.fail(
         504, verbs=["create"], resources=["pods"], count=1, after_commit=True
     )

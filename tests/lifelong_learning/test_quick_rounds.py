@@ -36,12 +36,12 @@ def test_a_retried_report_is_not_the_same_report_of_an_earlier_round(
     make_gm: GMFactory,
     make_lc: LCFactory,
     embedded_apiserver: APIServer,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     clock = whole_second_clock()  # not stepped before the retry: one wall second
     gm = make_gm(clock=clock)
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     run_round(api, lc)
 
     run_stage(api, lc, "train", TRAIN_INPUT)

@@ -25,11 +25,11 @@ from .helpers import (
 
 
 def test_restart_in_every_stage(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     gm = make_gm()
     ds_lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
 
     # Waiting: the new GM tells the (reconnected) LC again; still no inference worker
     gm.restart()
@@ -93,11 +93,11 @@ def _append_ready(api: Api, report: dict[str, object]) -> None:
 
 
 def test_restart_between_pod_creation_and_status_write(
-    api: Api, make_gm: GMFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     """The GM created the worker and died before writing Starting: adopt, never duplicate."""
     gm = make_gm()
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     gm.stop()
     _append_ready(api, {"phase": "train", "status": "ready", "input": TRAIN_INPUT})
     gm.start()
@@ -114,12 +114,12 @@ def test_restart_between_pod_creation_and_status_write(
 
 
 def test_deploy_restart_with_its_status_write_failing_makes_one_inference_worker(
-    api: Api, make_gm: GMFactory, sedna_reference: Path, embedded_apiserver: APIServer
+    api: Api, make_gm: GMFactory, sample_dir: Path, embedded_apiserver: APIServer
 ) -> None:
     """Deploy/Ready replaces the inference worker; when the Completed write fails and the
     GM restarts, the next GM must not leave two inference workers behind."""
     gm = make_gm()
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     gm.stop()
     _append_ready(api, {"phase": "deploy", "status": "ready", "input": DEPLOY_INPUT})
     embedded_apiserver.faults.fail(

@@ -30,19 +30,19 @@ def _set_latest(api: Api, stage: str, type_: str) -> None:
     ],
 )
 def test_completed_moves_to_the_next_stage_and_failed_back_to_train(
-    latest: str, after: str, api: Api, make_gm: GMFactory, sedna_reference: Path
+    latest: str, after: str, api: Api, make_gm: GMFactory, sample_dir: Path
 ) -> None:
     make_gm(options={"failureBackoffSeconds": 0.01, "failureBackoffMaxSeconds": 0.01})
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     stage, type_ = latest.split("/")
     _set_latest(api, stage, type_)
     api.wait_latest(after)
     assert api.states()[-2:] == [latest, after]
 
 
-def test_waiting_waits_for_the_lc(api: Api, make_gm: GMFactory, sedna_reference: Path) -> None:
+def test_waiting_waits_for_the_lc(api: Api, make_gm: GMFactory, sample_dir: Path) -> None:
     gm = make_gm()
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     for stage in ("Eval", "Deploy"):
         _set_latest(api, stage, "Waiting")
         api.wait_latest(f"{stage}/Waiting")
@@ -52,12 +52,12 @@ def test_waiting_waits_for_the_lc(api: Api, make_gm: GMFactory, sedna_reference:
 
 
 def test_ready_with_the_stage_worker_already_active_creates_none(
-    api: Api, make_gm: GMFactory, make_lc: LCFactory, sedna_reference: Path
+    api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:
     """Go: a Ready whose stage pod is Pending or Running creates no pod (Starting)."""
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
     api.wait_latest("Train/Starting")
     gm.stop()
@@ -82,11 +82,11 @@ def test_the_stage_pod_decides_running_stages(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     gm = make_gm(options={"failureBackoffSeconds": 60, "failureBackoffMaxSeconds": 60})
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     _set_latest(api, "Train", "Completed")
     api.wait_latest("Eval/Waiting")
     ev = run_stage(api, lc, "eval", EVAL_INPUT)

@@ -63,8 +63,8 @@ def test_options_defaults_and_errors_name_the_key() -> None:
     assert err.value.key == "maxCondition" and "unknown option" in err.value.reason
 
 
-def test_sedna_sample_is_accepted(sedna_reference: Path) -> None:
-    spec = job_spec(sample(sedna_reference))
+def test_sedna_sample_is_accepted(sample_dir: Path) -> None:
+    spec = job_spec(sample(sample_dir))
     assert spec.dataset.name == "lifelong-dataset" and spec.dataset.trainProb == 0.8
     assert spec.outputDir == "/output"
     trigger = spec.trainSpec.trigger
@@ -119,9 +119,9 @@ _DELETE = object()
     ],
 )
 def test_bad_spec_names_the_field(
-    sedna_reference: Path, path: str, value: Any, field: str, reason: str
+    sample_dir: Path, path: str, value: Any, field: str, reason: str
 ) -> None:
-    job = sample(sedna_reference)
+    job = sample(sample_dir)
     _set(job, path, value)
     with pytest.raises(SpecError) as err:
         job_spec(job)
@@ -139,8 +139,8 @@ def _data(input_: dict[str, Any]) -> CondData:
 TRAIN_INPUT = {"dataURL": "/output/data/train/1/data.txt", "outputDir": "/output/train/1"}
 
 
-def test_train_param_first_round(sedna_reference: Path) -> None:
-    spec = job_spec(sample(sedna_reference))
+def test_train_param_first_round(sample_dir: Path) -> None:
+    spec = job_spec(sample(sample_dir))
     param = train_param(INFO, spec, _data(TRAIN_INPUT), dataset(), [], "d", suffix=lambda: "abcde")
     assert env(param) == {
         "NAMESPACE": "default",
@@ -162,9 +162,9 @@ def test_train_param_first_round(sedna_reference: Path) -> None:
 
 
 def test_train_param_after_initial_training_names_the_cloud_kb_index(
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
-    spec = job_spec(sample(sedna_reference))
+    spec = job_spec(sample(sample_dir))
     out = {"output": {"models": [{"format": "pkl", "url": "s3://kb/train/1/index.pkl"}]}}
     history = [
         {"stage": "Train", "type": "Completed", "data": json.dumps(out)},
@@ -178,16 +178,16 @@ def test_train_param_after_initial_training_names_the_cloud_kb_index(
 
 
 def test_train_param_with_a_data_index_downloads_it_entry_by_entry(
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
-    spec = job_spec(sample(sedna_reference))
+    spec = job_spec(sample(sample_dir))
     data = _data({**TRAIN_INPUT, "dataIndexURL": "s3://out/data/train/1/dataIndex.txt"})
     original = mounts(train_param(INFO, spec, data, dataset(), [], "d"))["ORIGINAL_DATASET_URL"]
     assert (original[0].url, original[0].indirect) == ("s3://out/data/train/1/dataIndex.txt", True)
 
 
-def test_eval_param(sedna_reference: Path) -> None:
-    job = sample(sedna_reference)
+def test_eval_param(sample_dir: Path) -> None:
+    job = sample(sample_dir)
     job["spec"]["credentialName"] = "job-secret"
     spec = job_spec(job)
     data = _data(
@@ -213,8 +213,8 @@ def test_eval_param(sedna_reference: Path) -> None:
     assert param.dns_policy == "ClusterFirstWithHostNet" and param.restart_policy == "OnFailure"
 
 
-def test_inference_param(sedna_reference: Path) -> None:
-    spec = job_spec(sample(sedna_reference))
+def test_inference_param(sample_dir: Path) -> None:
+    spec = job_spec(sample(sample_dir))
     param = inference_param(INFO, spec, suffix=lambda: "qqqqq")
     assert env(param) == {
         "NAMESPACE": "default",
@@ -345,29 +345,29 @@ def _routes(messages: list[Any]) -> list[tuple[str, str]]:
     ],
 )
 def test_downstream_routes(
-    sedna_reference: Path, state: str, annotations: dict[str, str], routes: list[Any]
+    sample_dir: Path, state: str, annotations: dict[str, str], routes: list[Any]
 ) -> None:
-    job = _with(sample(sedna_reference), state, **annotations)
+    job = _with(sample(sample_dir), state, **annotations)
     messages = plan(INSERT, job, _lookups())
     assert _routes(messages) == routes
     assert all(m.obj["kind"] == "LifelongLearningJob" for m in messages)  # never a Model
 
 
-def test_downstream_delete_reaches_every_node_once(sedna_reference: Path) -> None:
-    job = _with(sample(sedna_reference), "Eval/Running", Train="gpu", Eval="gpu", Deploy="edge0")
+def test_downstream_delete_reaches_every_node_once(sample_dir: Path) -> None:
+    job = _with(sample(sample_dir), "Eval/Running", Train="gpu", Eval="gpu", Deploy="edge0")
     assert _routes(plan(DELETE, job, _lookups())) == [("edge0", DELETE), ("gpu", DELETE)]
 
 
-def test_downstream_without_dataset_node_or_conditions(sedna_reference: Path) -> None:
-    job = sample(sedna_reference)
+def test_downstream_without_dataset_node_or_conditions(sample_dir: Path) -> None:
+    job = sample(sample_dir)
     assert plan(INSERT, job, _lookups()) == []
     assert plan(INSERT, _with(job, "Train/Waiting"), _lookups(node="")) == []
 
 
 def test_downstream_attaches_the_credential_without_changing_the_job(
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
-    job = _with(sample(sedna_reference), "Train/Waiting")
+    job = _with(sample(sample_dir), "Train/Waiting")
     job["spec"]["credentialName"] = "job-secret"
     before = copy.deepcopy(job)
     (msg,) = plan(INSERT, job, _lookups())

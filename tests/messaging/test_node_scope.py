@@ -111,10 +111,12 @@ def test_route_table_is_per_node_and_namespace() -> None:
 
 def test_a_flood_from_one_node_does_not_delay_another(make_layer: LayerFactory) -> None:
     order: list[str] = []
+    in_hand = threading.Event()
     release = threading.Event()
 
     def handler(m: UpstreamMessage) -> None:
-        release.wait(5)
+        in_hand.set()
+        release.wait(60)
         order.append(m.node_name)
 
     layer = make_layer()
@@ -122,7 +124,10 @@ def test_a_flood_from_one_node_does_not_delay_another(make_layer: LayerFactory) 
     flood, quiet = FakeLC(layer.port, "flood"), FakeLC(layer.port, "quiet")
     for i in range(50):
         flood.send_status("dataset", "ns", f"d{i}", {"n": i})
-    wait_until(lambda: layer._dispatcher.pending() >= 49, what="the flood to queue")
+    # the whole flood is in: one report in hand, 49 queued (so 50 queued below means the
+    # quiet report is queued too, not the flood's last one arriving late)
+    wait_until(in_hand.is_set, what="the first report in hand")
+    wait_until(lambda: layer._dispatcher.pending() == 49, what="the flood to queue")
     quiet.send_status("dataset", "ns", "q", {"n": 0})
     wait_until(lambda: layer._dispatcher.pending() >= 50, what="the quiet report to queue")
     release.set()
@@ -203,7 +208,7 @@ def test_queued_reports_are_bounded_in_bytes(metrics: Metrics) -> None:
 
     release = threading.Event()
     registry = UpstreamRegistry()
-    registry.register("dataset", lambda m: release.wait(5))
+    registry.register("dataset", lambda m: release.wait(60))
     dispatcher = UpstreamDispatcher(registry, metrics, max_bytes=100)
     try:
         outcomes = [

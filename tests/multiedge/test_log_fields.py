@@ -38,7 +38,7 @@ def test_a_status_change_line_carries_node_and_pod(
 
     def completed() -> dict[str, Any] | None:
         lines = [json.loads(x) for x in json_logs.getvalue().splitlines() if x.strip()]
-        return next((x for x in lines if "condition Running -> Completed" in x["message"]), None)
+        return next((x for x in lines if "condition - -> Completed" in x["message"]), None)
 
     line = wait_until(completed, what="the Completed status line")
     assert line["kind"] == "ReidJob"

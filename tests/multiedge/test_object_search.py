@@ -24,9 +24,9 @@ def start(make_gm: Any, api: Api, ref: Path) -> GM:
 
 
 def test_creates_sednas_deployments_services_and_tracking_pods(
-    make_gm: Any, api: Api, sedna_reference: Path
+    make_gm: Any, api: Api, sample_dir: Path
 ) -> None:
-    start(make_gm, api, sedna_reference)
+    start(make_gm, api, sample_dir)
     ns = api.ns
     reid = api.wait_deployment(f"{NAME}-deployment-reidworker")
     user = api.wait_deployment(f"{NAME}-deployment-userworker")
@@ -66,9 +66,9 @@ def test_creates_sednas_deployments_services_and_tracking_pods(
 
 
 def test_status_pending_then_running_then_failed_for_good(
-    make_gm: Any, api: Api, sedna_reference: Path
+    make_gm: Any, api: Api, sample_dir: Path
 ) -> None:
-    start(make_gm, api, sedna_reference)
+    start(make_gm, api, sample_dir)
     pods = api.wait_pods(NAME, 2, "trackingworker")
     status = api.wait_condition(KIND, NAME, "Pending")
     assert status["startTime"]
@@ -93,11 +93,11 @@ def test_status_pending_then_running_then_failed_for_good(
 
 
 def test_a_failed_deployment_fails_the_service_with_sednas_reason(
-    make_gm: Any, api: Api, sedna_reference: Path
+    make_gm: Any, api: Api, sample_dir: Path
 ) -> None:
     """Sedna tells a failed Deployment (``deploymentFailed``) from a failed tracking pod
     (``podFailed``) in the Failed condition's reason and its Warning Event."""
-    start(make_gm, api, sedna_reference)
+    start(make_gm, api, sample_dir)
     api.wait_pods(NAME, 2, "trackingworker")
     api.wait_deployment(f"{NAME}-deployment-userworker")
     api.deployment_available(f"{NAME}-deployment-userworker", ready=False)
@@ -107,8 +107,8 @@ def test_a_failed_deployment_fails_the_service_with_sednas_reason(
     api.wait_event_on(NAME, "deploymentFailed")
 
 
-def test_deleted_workers_are_made_again(make_gm: Any, api: Api, sedna_reference: Path) -> None:
-    start(make_gm, api, sedna_reference)
+def test_deleted_workers_are_made_again(make_gm: Any, api: Api, sample_dir: Path) -> None:
+    start(make_gm, api, sample_dir)
     pods = api.wait_pods(NAME, 2, "trackingworker")
     api.wait_deployment(f"{NAME}-deployment-userworker")
     api.wait_service(f"{NAME}-reidworker")
@@ -134,8 +134,8 @@ def test_deleted_workers_are_made_again(make_gm: Any, api: Api, sedna_reference:
     assert api.condition(KIND, NAME) != "Failed"
 
 
-def test_restart_makes_no_duplicates(make_gm: Any, api: Api, sedna_reference: Path) -> None:
-    gm = start(make_gm, api, sedna_reference)
+def test_restart_makes_no_duplicates(make_gm: Any, api: Api, sample_dir: Path) -> None:
+    gm = start(make_gm, api, sample_dir)
     pods = api.wait_pods(NAME, 2, "trackingworker")
     api.wait_deployment(f"{NAME}-deployment-reidworker")
     before = {p["metadata"]["name"] for p in pods}
@@ -150,10 +150,10 @@ def test_restart_makes_no_duplicates(make_gm: Any, api: Api, sedna_reference: Pa
 
 
 def test_sednas_sample_is_accepted_and_its_list_env_value_named(
-    make_gm: Any, api: Api, sedna_reference: Path
+    make_gm: Any, api: Api, sample_dir: Path
 ) -> None:
     make_gm()
-    api.create(sample(sedna_reference, SAMPLE))
+    api.create(sample(sample_dir, SAMPLE))
     status = api.wait_condition(KIND, NAME, "Failed")
     cond = status["conditions"][-1]
     assert cond["reason"] == "InvalidSpec"
@@ -162,16 +162,16 @@ def test_sednas_sample_is_accepted_and_its_list_env_value_named(
     assert "spec.userWorker.template.spec.containers[0].name" in msg
     assert api.pods_of(NAME) == []
     # the user's fix is synced: not terminal
-    fixed = fixed_sample(sedna_reference, SAMPLE)
+    fixed = fixed_sample(sample_dir, SAMPLE)
     current = api.owner(KIND, NAME)
     current["spec"] = fixed["spec"]
     api.owners[KIND].replace(api.ns, NAME, current)
     api.wait_pods(NAME, 2, "trackingworker")
 
 
-def test_list_env_value_is_named(make_gm: Any, api: Api, sedna_reference: Path) -> None:
+def test_list_env_value_is_named(make_gm: Any, api: Api, sample_dir: Path) -> None:
     make_gm()
-    obj = fixed_sample(sedna_reference, SAMPLE)
+    obj = fixed_sample(sample_dir, SAMPLE)
     obj["spec"]["trackingWorkers"][1]["template"]["spec"]["containers"][0]["env"][0]["value"] = [
         "192.168.0.10"
     ]
@@ -183,7 +183,7 @@ def test_list_env_value_is_named(make_gm: Any, api: Api, sedna_reference: Path) 
     api.wait_event_on(NAME, "InvalidSpec", field)
 
 
-def test_malformed_specs_name_the_field(make_gm: Any, api: Api, sedna_reference: Path) -> None:
+def test_malformed_specs_name_the_field(make_gm: Any, api: Api, sample_dir: Path) -> None:
     make_gm()
     cases: list[tuple[str, Any, str]] = [
         ("no-reid", lambda s: s.pop("reidWorkers"), "spec.reidWorkers"),
@@ -205,7 +205,7 @@ def test_malformed_specs_name_the_field(make_gm: Any, api: Api, sedna_reference:
         ),
     ]
     for name, edit, _field in cases:
-        obj = fixed_sample(sedna_reference, SAMPLE)
+        obj = fixed_sample(sample_dir, SAMPLE)
         obj["metadata"]["name"] = name
         edit(obj["spec"])
         api.create(obj)
@@ -218,11 +218,11 @@ def test_malformed_specs_name_the_field(make_gm: Any, api: Api, sedna_reference:
 
 
 def test_lc_reports_for_the_kind_are_rejected_and_named(
-    make_gm: Any, make_lc: Any, api: Api, sedna_reference: Path, logs: LogCapture
+    make_gm: Any, make_lc: Any, api: Api, sample_dir: Path, logs: LogCapture
 ) -> None:
     """Sedna's handler for this kind is a stub; ours registers none, so the message layer
     rejects the report with a log line naming node, kind and name."""
-    gm = start(make_gm, api, sedna_reference)
+    gm = start(make_gm, api, sample_dir)
     api.wait_pods(NAME, 2, "trackingworker")
     lc = make_lc(gm, "edge0")
     lc.report(api.ns, "objectsearchservice", NAME, {"phase": "inference"})
@@ -265,11 +265,11 @@ def _service(name: str, owners: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_a_deployment_and_a_service_the_plan_does_not_name_are_pruned(
-    make_gm: Any, api: Api, sedna_reference: Path
+    make_gm: Any, api: Api, sample_dir: Path
 ) -> None:
     """What the service controls but no longer plans (e.g. left by an older spec) goes;
     what it merely references without controlling stays."""
-    start(make_gm, api, sedna_reference)
+    start(make_gm, api, sample_dir)
     planned_deps = sorted(f"{NAME}-deployment-{w}" for w in ("reidworker", "userworker"))
     planned_svcs = sorted(f"{NAME}-{w}" for w in ("reidworker", "userworker"))
     for name in planned_deps:
@@ -292,11 +292,11 @@ def test_a_deployment_and_a_service_the_plan_does_not_name_are_pruned(
 
 
 def test_a_service_built_from_another_spec_is_rolled_back_to_the_plan(
-    make_gm: Any, api: Api, sedna_reference: Path
+    make_gm: Any, api: Api, sample_dir: Path
 ) -> None:
     """A Service whose spec-hash annotation is not the plan's (an older GM's, or edited)
     is updated in place to the planned spec; the server's fields (clusterIP) are kept."""
-    start(make_gm, api, sedna_reference)
+    start(make_gm, api, sample_dir)
     name = f"{NAME}-reidworker"
     svc = api.wait_service(name)
     planned_hash = svc["metadata"]["annotations"][SPEC_HASH_ANNOTATION]

@@ -20,9 +20,9 @@ def start(make_gm: Any, api: Api, ref: Path) -> GM:
 
 
 def test_creates_the_reid_deployment_service_and_tracking_pods(
-    make_gm: Any, api: Api, sedna_reference: Path
+    make_gm: Any, api: Api, sample_dir: Path
 ) -> None:
-    start(make_gm, api, sedna_reference)
+    start(make_gm, api, sample_dir)
     reid = api.wait_deployment(f"{NAME}-deployment-reidworker")
     assert reid["spec"]["replicas"] == 5
     labels = reid["metadata"]["labels"]
@@ -42,8 +42,8 @@ def test_creates_the_reid_deployment_service_and_tracking_pods(
     ]
 
 
-def test_status_through_a_life(make_gm: Any, api: Api, sedna_reference: Path) -> None:
-    start(make_gm, api, sedna_reference)
+def test_status_through_a_life(make_gm: Any, api: Api, sample_dir: Path) -> None:
+    start(make_gm, api, sample_dir)
     pods = api.wait_pods(NAME, 2, "trackingworker")
     api.wait_condition(KIND, NAME, "Pending")
     api.deployment_available(f"{NAME}-deployment-reidworker")
@@ -59,8 +59,8 @@ def test_status_through_a_life(make_gm: Any, api: Api, sedna_reference: Path) ->
     assert api.status(KIND, NAME)["failed"] == 1
 
 
-def test_heals_and_rolls_out_and_prunes(make_gm: Any, api: Api, sedna_reference: Path) -> None:
-    start(make_gm, api, sedna_reference)
+def test_heals_and_rolls_out_and_prunes(make_gm: Any, api: Api, sample_dir: Path) -> None:
+    start(make_gm, api, sample_dir)
     pods = api.wait_pods(NAME, 2, "trackingworker")
     api.pods.delete(api.ns, pods[1]["metadata"]["name"])
     wait_until(
@@ -87,8 +87,8 @@ def test_heals_and_rolls_out_and_prunes(make_gm: Any, api: Api, sedna_reference:
     api.wait_event_on(NAME, "SuccessfulDelete", "Pod ")
 
 
-def test_restart_makes_no_duplicates(make_gm: Any, api: Api, sedna_reference: Path) -> None:
-    gm = start(make_gm, api, sedna_reference)
+def test_restart_makes_no_duplicates(make_gm: Any, api: Api, sample_dir: Path) -> None:
+    gm = start(make_gm, api, sample_dir)
     before = {p["metadata"]["name"] for p in api.wait_pods(NAME, 2, "trackingworker")}
     api.wait_deployment(f"{NAME}-deployment-reidworker")
     gm.stop()
@@ -102,10 +102,10 @@ def test_restart_makes_no_duplicates(make_gm: Any, api: Api, sedna_reference: Pa
 
 
 def test_sednas_sample_gets_its_list_env_value_named(
-    make_gm: Any, api: Api, sedna_reference: Path
+    make_gm: Any, api: Api, sample_dir: Path
 ) -> None:
     make_gm()
-    obj = sample(sedna_reference, SAMPLE)
+    obj = sample(sample_dir, SAMPLE)
     for w in obj["spec"]["trackingWorkers"]:  # keep only the env fault of the sample
         c = w["template"]["spec"]["containers"][0]
         c["name"] = c["name"].lower()
@@ -121,10 +121,10 @@ def test_sednas_sample_gets_its_list_env_value_named(
 
 
 def test_sednas_sample_as_is_is_accepted_and_answered(
-    make_gm: Any, api: Api, sedna_reference: Path
+    make_gm: Any, api: Api, sample_dir: Path
 ) -> None:
     make_gm()
-    api.create(sample(sedna_reference, SAMPLE))  # the API server takes it
+    api.create(sample(sample_dir, SAMPLE))  # the API server takes it
     status = api.wait_condition(KIND, NAME, "Failed")
     message = status["conditions"][-1]["message"]
     # the first fault met: the capitalised container name, before its list env value
@@ -136,11 +136,11 @@ def test_sednas_sample_as_is_is_accepted_and_answered(
 
 
 def test_a_tracking_worker_that_exits_fails_the_service(
-    make_gm: Any, api: Api, sedna_reference: Path
+    make_gm: Any, api: Api, sample_dir: Path
 ) -> None:
     """A service worker that ended serves no more, even with exit code 0 (as Sedna
     counts it)."""
-    start(make_gm, api, sedna_reference)
+    start(make_gm, api, sample_dir)
     pods = api.wait_pods(NAME, 2, "trackingworker")
     api.set_phase(pods[1], "Succeeded")
     status = api.wait_condition(KIND, NAME, "Failed")

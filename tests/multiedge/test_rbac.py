@@ -61,7 +61,7 @@ def test_lives_of_all_five_send_only_declared_calls(
     api: Api,
     audited_gm: tuple[GM, APIServer],
     deployment_controller: DeploymentControllerFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     gm, server = audited_gm
     deployment_controller()
@@ -69,8 +69,8 @@ def test_lives_of_all_five_send_only_declared_calls(
     try:
         api.create(model("fe-model"))
         api.create(model("va-model"))
-        api.create(fixed_sample(sedna_reference, "objectsearchservice_v1alpha1.yaml"))
-        api.create(fixed_sample(sedna_reference, "objecttrackingservice_v1alpha1.yaml"))
+        api.create(fixed_sample(sample_dir, "objectsearchservice_v1alpha1.yaml"))
+        api.create(fixed_sample(sample_dir, "objecttrackingservice_v1alpha1.yaml"))
         api.create(feature_extraction())
         api.create(reid_job())
         api.create(video_analytics_job())

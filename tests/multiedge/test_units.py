@@ -131,7 +131,18 @@ def test_record_metrics_and_condition_data() -> None:
     assert status["metrics"] == [{"key": "n", "value": "2"}, {"key": "s", "value": "x"}]
     assert not record_metrics(status, report, "now")
 
-    assert not record_in_latest_condition({}, report, "now")  # no condition yet
+    status = {}
+    assert record_in_latest_condition(status, report, "now")  # no condition yet: Running
+    assert status["conditions"] == [
+        {
+            "type": "Running",
+            "status": "True",
+            "reason": "WorkerRunning",
+            "lastHeartbeatTime": "now",
+            "lastTransitionTime": "now",
+            "data": '{"n":2,"s":"x"}',
+        }
+    ]
     status = {
         "conditions": [{"type": "Running", "reason": "r"}, {"type": "Running", "reason": "q"}]
     }
@@ -155,7 +166,14 @@ def test_worker_on_node() -> None:
 
 def test_job_decision() -> None:
     running = job_decision(OWNER, PodsSeen(active=1), "now")
-    assert (running.condition, running.extra["phase"]) == ("Running", "Running")
+    assert (running.condition, running.extra["phase"]) == ("", "Running")  # no condition
+    waited = {**OWNER, "status": {"conditions": [{"type": "Pending", "reason": "ModelNotFound"}]}}
+    over = job_decision(waited, PodsSeen(active=1), "now")
+    assert (over.condition, over.reason, over.extra["phase"]) == (
+        "Running",
+        "WorkerRunning",
+        "Running",
+    )
     done = job_decision(OWNER, PodsSeen(succeeded=1), "now")
     assert (done.condition, done.extra["phase"], done.extra["completionTime"]) == (
         "Completed",

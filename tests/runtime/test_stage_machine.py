@@ -149,8 +149,8 @@ def lc(gm: GMHarness) -> Iterator[LCBase]:
     conn.close()
 
 
-def _job(sedna_reference: Path) -> dict[str, Any]:
-    path = sedna_reference / "crd-samples" / "lifelonglearningjobv1alpha1.yaml"
+def _job(sample_dir: Path) -> dict[str, Any]:
+    path = sample_dir / "lifelonglearningjobv1alpha1.yaml"
     job = yaml.safe_load(path.read_text())
     for section in ("trainSpec", "evalSpec", "deploySpec"):
         job["spec"][section]["template"]["spec"]["nodeName"] = NODE
@@ -158,10 +158,10 @@ def _job(sedna_reference: Path) -> dict[str, Any]:
 
 
 def test_a_feature_defined_outside_the_runtime_runs_a_whole_cycle(
-    gm: GMHarness, lc: LCBase, kube: KubeClient, namespace: str, sedna_reference: Path
+    gm: GMHarness, lc: LCBase, kube: KubeClient, namespace: str, sample_dir: Path
 ) -> None:
     jobs, pods = kube.resource(LIFELONG_LEARNING_JOBS), kube.resource(PODS)
-    jobs.create(namespace, _job(sedna_reference))
+    jobs.create(namespace, _job(sample_dir))
 
     def latest() -> str:
         conds = (jobs.get(namespace, NAME).get("status") or {}).get("conditions") or []
@@ -220,10 +220,10 @@ def test_a_feature_defined_outside_the_runtime_runs_a_whole_cycle(
 
 
 def test_an_invalid_report_names_the_field_inside_the_content(
-    gm: GMHarness, lc: LCBase, kube: KubeClient, namespace: str, sedna_reference: Path
+    gm: GMHarness, lc: LCBase, kube: KubeClient, namespace: str, sample_dir: Path
 ) -> None:
     jobs, events = kube.resource(LIFELONG_LEARNING_JOBS), kube.resource(EVENTS)
-    jobs.create(namespace, _job(sedna_reference))
+    jobs.create(namespace, _job(sample_dir))
     lc.await_message(WIRE_KIND, INSERT, NAME)
     lc.send_status(namespace, WIRE_KIND, NAME, {"phase": "train", "status": "ready", "input": 3})
 

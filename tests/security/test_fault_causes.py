@@ -63,7 +63,7 @@ def test_a_landed_report_noted_on_by_the_machine_is_not_appended_again(
     make_gm: GMFactory,
     make_lc: LCFactory,
     logs: LogCapture,
-    sedna_reference: Path,
+    sample_dir: Path,
     embedded_apiserver: APIServer,
 ) -> None:
     """The report's write lands but its answer is lost; before the report is retried the
@@ -73,7 +73,7 @@ def test_a_landed_report_noted_on_by_the_machine_is_not_appended_again(
     clock = whole_second_clock()
     gm = make_gm(clock=clock)
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     faults = embedded_apiserver.faults
     faults.lose_responses(verbs=("update",), resources=STATUS, count=1)  # the report's
     faults.fail(500, verbs=("create",), resources=("pods",), count=1)  # the train worker's
@@ -103,14 +103,14 @@ def test_a_ready_written_twice_is_answered_with_the_pod_it_already_has(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
 ) -> None:
     """A report applied twice leaves two copies of one Ready, the second after the
     Starting that records the first's worker. A GM with no expectation for it (it had
     adopted the worker from its cache, or restarted) made a second train worker."""
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)
     api.wait_latest("Train/Starting")
     (first,) = api.live_pods("train")
@@ -133,7 +133,7 @@ def test_a_worker_the_gm_before_a_restart_made_is_looked_up_in_the_api(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     embedded_apiserver: APIServer,
 ) -> None:
     """The GM dies while its create of a train worker is in flight; the write commits
@@ -144,7 +144,7 @@ def test_a_worker_the_gm_before_a_restart_made_is_looked_up_in_the_api(
     clock = whole_second_clock()
     gm = make_gm(clock=clock)
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     faults = embedded_apiserver.faults
     no_creates = faults.fail(429, verbs=("create",), resources=("pods",))
     lc.report(api.ns, "train", "ready", input=TRAIN_INPUT)

@@ -116,14 +116,14 @@ def test_200_jobs_converge_under_faults(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     embedded_apiserver: APIServer,
 ) -> None:
     clock = FakeClock(wall_start=datetime.now(UTC).replace(microsecond=0))
     stepper = _Stepper(clock)
     stepper.start()
     try:
-        _run_suite(lose_pod_creates, clock, api, make_gm, make_lc, sedna_reference,
+        _run_suite(lose_pod_creates, clock, api, make_gm, make_lc, sample_dir,
                    embedded_apiserver)  # fmt: skip
     finally:
         stepper.stop()
@@ -153,7 +153,7 @@ def _run_suite(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     embedded_apiserver: APIServer,
 ) -> None:
     gm: GM = make_gm(clock=clock)
@@ -162,11 +162,11 @@ def _run_suite(
         make_lc(g, WORKER_NODE),
     )
     ds_lc, node_lc = connect(gm)
-    create_dependencies(api, sedna_reference)
+    create_dependencies(api, sample_dir)
     names = [f"job-{i:03d}" for i in range(JOBS)]
     run = Run(api, names)
     for name in names:
-        api.create(sample_job(sedna_reference, name=name))
+        api.create(sample_job(sample_dir, name=name))
     run.wait_all("Train/Waiting")
     _faults(embedded_apiserver, lose_pod_creates=lose_pod_creates)
     ns = api.ns

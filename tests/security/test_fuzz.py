@@ -73,22 +73,22 @@ def test_fuzzed_job_specs_never_crash_the_gm(
     edits: list[list[tuple[int, Any, bool]]],
     api: Api,
     make_gm: GMFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     logs: LogCapture,
 ) -> None:
     gm = make_gm()  # one GM per example: stopped at its end
     try:
-        _fuzz_jobs(edits, api, sedna_reference, logs)
+        _fuzz_jobs(edits, api, sample_dir, logs)
     finally:
         gm.stop()
 
 
 def _fuzz_jobs(
-    edits: list[list[tuple[int, Any, bool]]], api: Api, sedna_reference: Path, logs: LogCapture
+    edits: list[list[tuple[int, Any, bool]]], api: Api, sample_dir: Path, logs: LogCapture
 ) -> None:
     if not api.jobs.list(api.ns)["items"]:
-        create_dependencies(api, sedna_reference)
-    base = sample_job(sedna_reference)
+        create_dependencies(api, sample_dir)
+    base = sample_job(sample_dir)
     created: list[str] = []
     offset = len(api.jobs.list(api.ns)["items"])
     for i, job_edits in enumerate(edits):

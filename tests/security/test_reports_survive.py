@@ -26,12 +26,12 @@ def test_a_report_survives_server_errors(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     embedded_apiserver: APIServer,
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     api.wait_latest("Train/Waiting")
     embedded_apiserver.faults.fail(500, verbs=("update",), resources=STATUS, count=3)
     start_stage(api, lc, "train", TRAIN_INPUT)
@@ -43,12 +43,12 @@ def test_a_lost_answer_does_not_record_the_report_twice(
     api: Api,
     make_gm: GMFactory,
     make_lc: LCFactory,
-    sedna_reference: Path,
+    sample_dir: Path,
     embedded_apiserver: APIServer,
 ) -> None:
     gm = make_gm()
     lc = make_lc(gm, DS_NODE)
-    start_sample_job(api, sedna_reference)
+    start_sample_job(api, sample_dir)
     api.wait_latest("Train/Waiting")
     before = len(api.conditions())
     embedded_apiserver.faults.lose_responses(verbs=("update",), resources=STATUS, count=1)

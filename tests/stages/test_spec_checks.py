@@ -138,9 +138,9 @@ def test_the_structural_checks_come_first() -> None:
     ],
 )
 def test_sedna_samples_triggers_and_templates_pass(
-    sedna_reference: Path, sample: str, stages: tuple[str, ...]
+    sample_dir: Path, sample: str, stages: tuple[str, ...]
 ) -> None:
-    job = yaml.safe_load((sedna_reference / "crd-samples" / sample).read_text())
+    job = yaml.safe_load((sample_dir / sample).read_text())
     for stage in stages:
         parse_view(_Stage, job["spec"][stage], "j", f"spec.{stage}")
     for stage in ("trainSpec", "evalSpec", "deploySpec"):

@@ -16,6 +16,8 @@ from typing import Any
 import kubernetes
 import pytest
 
+from sedna.embedded.apiserver import APIServer
+
 from .api import ApiBase
 from .gm import GMHarness
 from .lc import LCBase
@@ -66,6 +68,8 @@ def make_gm(harness: Harness, apiserver: Any, namespace: str) -> Iterator[Callab
 
     def build(**kwargs: Any) -> GMHarness:
         gm = harness.gm(client, namespace, **kwargs)
+        if isinstance(apiserver, APIServer):  # the GM may do only what its features declare
+            gm.apiserver = apiserver
         gms.append(gm)
         return gm.start()
 

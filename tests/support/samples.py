@@ -9,4 +9,4 @@ import yaml
 
 
 def load_sample(ref: Path, file: str) -> dict[str, Any]:
-    return dict(yaml.safe_load((ref / "crd-samples" / file).read_text()))
+    return dict(yaml.safe_load((ref / file).read_text()))

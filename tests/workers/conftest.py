@@ -75,13 +75,13 @@ def kube(api_client: kubernetes.client.ApiClient) -> KubeClient:
 
 
 @pytest.fixture()
-def il_world(kube: KubeClient, namespace: str, sedna_reference: Path) -> dict[str, Any]:
+def il_world(kube: KubeClient, namespace: str, sample_dir: Path) -> dict[str, Any]:
     """Sedna's sample IncrementalLearningJob with its Model/Dataset samples, and two secrets.
 
     The sample Model becomes ``initial-model`` and ``deploy-model`` and the sample
     Dataset ``incremental-dataset``, the names the sample job refers to.
     """
-    samples = sedna_reference / "crd-samples"
+    samples = sample_dir
     job = yaml.safe_load((samples / "incrementallearningjob_v1alpha1.yaml").read_text())
     model = yaml.safe_load((samples / "model_v1alpha1.yaml").read_text())
     dataset = yaml.safe_load((samples / "dataset_v1alpha1.yaml").read_text())

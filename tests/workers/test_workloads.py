@@ -25,11 +25,9 @@ from .conftest import assert_contains, load_expected, secret_body
 
 
 @pytest.fixture()
-def ji_service(kube: KubeClient, namespace: str, sedna_reference: Path) -> dict[str, Any]:
+def ji_service(kube: KubeClient, namespace: str, sample_dir: Path) -> dict[str, Any]:
     """Sedna's sample JointInferenceService, in the test namespace, and an S3 secret."""
-    body = yaml.safe_load(
-        (sedna_reference / "crd-samples" / "jointinferenceservice_v1alpha1.yaml").read_text()
-    )
+    body = yaml.safe_load((sample_dir / "jointinferenceservice_v1alpha1.yaml").read_text())
     body["metadata"]["namespace"] = namespace
     kube.resource(SECRETS).create(namespace, secret_body("s3-secret", "s3.amazonaws.com"))
     created: dict[str, Any] = kube.resource(JOINT_INFERENCE_SERVICES).create(namespace, body)

@@ -9,6 +9,7 @@ kubectl the server validates fields itself, so it skips client-side schema check
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from .resources import VERBS, Registry, ResourceType
@@ -226,18 +227,45 @@ def openapi_v2(reg: Registry) -> dict[str, Any]:
 
 
 def _pb_field(number: int, payload: bytes) -> bytes:
-    """One length-delimited protobuf field (wire type 2); lengths here stay < 2**14."""
-    length = len(payload)
-    varint = bytes([length]) if length < 0x80 else bytes([(length & 0x7F) | 0x80, length >> 7])
-    return bytes([(number << 3) | 2]) + varint + payload
+    """One length-delimited protobuf field (wire type 2)."""
+    length, varint = len(payload), bytearray()
+    while True:
+        byte, length = length & 0x7F, length >> 7
+        varint.append(byte | (0x80 if length else 0))
+        if not length:
+            break
+    return bytes([(number << 3) | 2]) + bytes(varint) + payload
 
 
-def openapi_v2_protobuf() -> bytes:
-    """A minimal gnostic `openapi_v2.Document` (swagger, info, empty paths).
+def _pb_patch_path(path: str, rt: ResourceType) -> bytes:
+    """A gnostic `NamedPathItem` whose PATCH takes `dryRun` and names its kind.
+
+    kubectl before 1.26 asks this before `--dry-run=server`: a kind whose PATCH has no
+    `dryRun` parameter (or, for a custom kind, a server whose Namespace's has none) gets
+    "doesn't support dry-run" without a request.
+    """
+    dry_run = _pb_field(2, b"query") + _pb_field(4, b"dryRun")  # QueryParameterSubSchema
+    param = _pb_field(1, _pb_field(2, _pb_field(3, dry_run)))  # Parameter.non_body.query
+    gvk = json.dumps({"group": rt.group, "version": rt.version, "kind": rt.kind})
+    extension = _pb_field(1, b"x-kubernetes-group-version-kind") + _pb_field(
+        2, _pb_field(2, gvk.encode())
+    )  # NamedAny{name, Any{yaml}}
+    operation = _pb_field(8, param) + _pb_field(13, extension)
+    return _pb_field(1, path.encode()) + _pb_field(2, _pb_field(8, operation))
+
+
+def openapi_v2_protobuf(reg: Registry) -> bytes:
+    """A minimal gnostic `openapi_v2.Document`: swagger, info, and each kind's PATCH.
 
     kubectl before 1.27 asks /openapi/v2 for protobuf only and validates `apply` input
     against it; a document without definitions makes it skip validation of every kind,
-    as it does for CRDs without a schema.
+    as it does for CRDs without a schema. The paths tell it which kinds take dry runs.
     """
     info = _pb_field(1, b"Kubernetes") + _pb_field(2, str(VERSION_INFO["gitVersion"]).encode())
-    return _pb_field(1, b"2.0") + _pb_field(2, info) + _pb_field(8, b"")
+    paths = b"".join(
+        _pb_field(2, _pb_patch_path(p, rt))
+        for rt in reg.all()
+        for p, ops in _ops(rt).items()
+        if "patch" in ops
+    )
+    return _pb_field(1, b"2.0") + _pb_field(2, info) + _pb_field(8, paths)

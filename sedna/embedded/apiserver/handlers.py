@@ -30,6 +30,8 @@ from . import (
     tables,
     watch_limits,
 )
+from .authorization import AccessAttributes
+from .dryrun import dry_run
 from .errors import APIError
 from .negotiation import Target
 from .patches import (
@@ -53,6 +55,9 @@ if TYPE_CHECKING:
     from . import APIServer
 
 JSON_HEADERS = {"Content-Type": "application/json"}
+# kube's cacher: bookmarks about once a minute, and this long before a watch's deadline
+DEFAULT_BOOKMARK_FREQUENCY = 60.0
+PRE_TIMEOUT_BOOKMARK = 2.0
 _METHOD_VERB = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -131,7 +136,7 @@ class Handlers:
             path = path[:-1]
         if path == "/openapi/v2" and "protobuf" in request.headers.get("Accept", ""):
             return web.Response(
-                body=discovery.openapi_v2_protobuf(),
+                body=discovery.openapi_v2_protobuf(self.registry),
                 content_type="application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
             )
         if path == "/readyz" and request.method == "GET":
@@ -175,6 +180,9 @@ class Handlers:
             return _json(doc)
         return await self._resource(request, group, version, rest)
 
+    def _authorize(self, request: web.Request, attrs: AccessAttributes) -> None:
+        self.srv.restricted.check(request.headers.get("Authorization"), attrs)
+
     def _openapi_gv(self, segs: list[str]) -> web.Response:
         if segs[0] == "api" and len(segs) == 2:
             doc = discovery.openapi_v3_doc(self.registry, "", segs[1])
@@ -212,6 +220,7 @@ class Handlers:
                 raise APIError(
                     405, "MethodNotAllowed", "the server does not allow this method on pods/log"
                 )
+            self._authorize(request, AccessAttributes("get", group, "pods/log", ns, name))
             await self._faults("get", "pods/log")
             pod = self.ops.get(rt, ns, name)
             return await logs.serve_log(
@@ -242,6 +251,7 @@ class Handlers:
             )
         resource = plural if sub is None else f"{plural}/{sub}"
         self.srv.requests.record(request.headers.get("User-Agent", ""), verb, group, resource, ns)
+        self._authorize(request, AccessAttributes(verb, group, resource, ns, name))
         await self._faults(verb, resource)
         target: Target | None = None
         if verb in ("get", "list", "watch"):
@@ -272,8 +282,9 @@ class Handlers:
                 )
             if rt.namespaced and ns is None:
                 raise _page_not_found()
+            dry = dry_run(verb, query.getall("dryRun", []))
             body = await _body(request)
-            created = self.ops.create(rt, ns, body, _field_validation(request))
+            created = self.ops.create(rt, ns, body, _field_validation(request), dry_run=dry)
             self._faults_after_commit(verb, resource)
             return _json_written(created, 201)
         if rt.namespaced and ns is None:
@@ -287,8 +298,11 @@ class Handlers:
                 "the server does not allow this method on the requested resource",
             )
         if verb == "update":
+            dry = dry_run(verb, query.getall("dryRun", []))
             body = await _body(request)
-            updated = self.ops.update(rt, ns, name, body, sub, _field_validation(request))
+            updated = self.ops.update(
+                rt, ns, name, body, sub, _field_validation(request), dry_run=dry
+            )
             self._faults_after_commit(verb, resource)
             return _json_written(updated)
         if verb == "patch":
@@ -296,7 +310,8 @@ class Handlers:
             self._faults_after_commit(verb, resource)
             return _json_written(patched)
         opts = await _delete_options(request)
-        code, out = self.ops.delete(rt, ns, name, opts)
+        dry = dry_run(verb, request.query.getall("dryRun", []), opts)
+        code, out = self.ops.delete(rt, ns, name, opts, dry_run=dry)
         self._faults_after_commit(verb, resource)
         return _json(out, code)
 
@@ -352,6 +367,7 @@ class Handlers:
     async def _patch(
         self, request: web.Request, rt: ResourceType, ns: str | None, name: str, sub: str | None
     ) -> dict[str, Any]:
+        dry = dry_run("patch", request.query.getall("dryRun", []))
         ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
         accepted = [JSON_PATCH, MERGE_PATCH] + ([] if rt.custom else [STRATEGIC_PATCH])
         if ctype not in accepted or ctype == APPLY_PATCH:
@@ -383,7 +399,7 @@ class Handlers:
                 "metadata.name and metadata.namespace cannot be changed by a patch"
             )
         return self.ops.commit_update(
-            rt, old, new, sub, field_validation=_field_validation(request)
+            rt, old, new, sub, field_validation=_field_validation(request), dry_run=dry
         )
 
     async def _delete_collection(
@@ -394,12 +410,15 @@ class Handlers:
             parse_field_selector(request.query.get("fieldSelector"), rt.kind),
         )
         opts = await _delete_options(request)
+        dry = dry_run("deletecollection", request.query.getall("dryRun", []), opts)
         listed = self.ops.list(rt, ns, matcher)
         items = []
         for obj in listed["items"]:
             m = obj["metadata"]
             with contextlib.suppress(APIError):
-                items.append(self.ops.delete(rt, m.get("namespace"), m["name"], opts)[1])
+                items.append(
+                    self.ops.delete(rt, m.get("namespace"), m["name"], opts, dry_run=dry)[1]
+                )
         listed["items"] = [o for o in items if o.get("kind") != "Status"]
         return _json(listed)
 
@@ -446,10 +465,7 @@ class Handlers:
     ) -> web.StreamResponse:
         q = request.query
         rv_s = q.get("resourceVersion") or ""
-        try:
-            timeout = float(q.get("timeoutSeconds") or self.srv.watch_timeout)
-        except ValueError:
-            raise errors.bad_request("invalid timeoutSeconds") from None
+        timeout = _watch_timeout(q.get("timeoutSeconds"), self.srv.watch_timeout)
         bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
         line = self._event_encoder(request, rt, target)
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
@@ -499,17 +515,21 @@ class Handlers:
                 await resp.write(b"".join(buf))
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
-            interval = self.srv.bookmark_interval
+            frequency = self.srv.bookmark_frequency
+            due = next_bookmark(loop.time(), deadline, frequency) if bookmarks else None
             while True:
-                remaining = deadline - loop.time()
+                now = loop.time()
+                if due is not None and now >= due and not queue.overflowed:
+                    # (after an overflow a bookmark would skip the events dropped)
+                    await resp.write(_bookmark(rt, store.rv, target))
+                    due = next_bookmark(now, deadline, frequency)
+                remaining = deadline - now
                 if remaining <= 0:
                     break
-                wait = min(remaining, interval) if bookmarks else remaining
+                wait = remaining if due is None else min(remaining, max(0.0, due - now))
                 try:
                     item2 = await asyncio.wait_for(w.queue.get(), wait)
                 except TimeoutError:
-                    if bookmarks and w.queue.empty():
-                        await resp.write(_bookmark(rt, store.rv, target))
                     continue
                 if item2 is None:
                     break
@@ -524,8 +544,6 @@ class Handlers:
                 await resp.write(b"".join(lines))
                 if limit is not None and sent >= limit:
                     return resp
-            if bookmarks and not queue.overflowed:  # a bookmark would skip what was dropped
-                await resp.write(_bookmark(rt, store.rv, target))
         except (ConnectionResetError, ConnectionError):
             return resp
         finally:
@@ -535,6 +553,33 @@ class Handlers:
         with contextlib.suppress(ConnectionError):
             await resp.write_eof()
         return resp
+
+
+def _watch_timeout(raw: str | None, default: float) -> float:
+    """`timeoutSeconds` as kube reads it: an integer (so never `inf` nor `nan`, which
+    would hold a watch open for ever); 0 or absent means the server's default."""
+    if not raw:
+        return default
+    try:
+        seconds = int(raw)
+    except ValueError:
+        raise errors.bad_request(
+            f'invalid value for timeoutSeconds: strconv.ParseInt: parsing "{raw}": invalid syntax'
+        ) from None
+    return float(seconds) if seconds else default
+
+
+def next_bookmark(now: float, deadline: float, frequency: float) -> float | None:
+    """When a watch's next BOOKMARK is due, as kube's cacher schedules it.
+
+    About every `frequency` (kube: a minute), and once shortly before the watch's
+    deadline (2 s before), so a client resumes from a fresh resourceVersion when the
+    server ends the watch; None when that moment has passed. A bookmark every idle
+    second (what this server once sent) breaks client-go watches that cannot decode
+    the object kind and makes them relist.
+    """
+    due = min(now + frequency, deadline - PRE_TIMEOUT_BOOKMARK)
+    return None if due < now else due
 
 
 def _event_line(typ: str, item: Any, api_version: str) -> bytes:

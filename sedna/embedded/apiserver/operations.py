@@ -12,15 +12,16 @@ import copy
 import random
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from . import errors, pagination
+from .bodies import encode_object
 from .errors import APIError
 from .object_validation import validate_object
 from .pagination import LATEST, Continue
-from .resources import CRD_KEY, NAMESPACE_KEY, Registry, ResourceType
+from .resources import CRD_KEY, NAMESPACE_KEY, Registry, ResourceType, crd_types
 from .schema_validation import validate_custom_resource
 from .selectors import Matcher
 from .store import Store
@@ -44,9 +45,35 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def random_suffix(n: int = 5) -> str:
+# kube's names.MaxGeneratedNameLength: room for the suffix within a 63-character label
+RANDOM_LENGTH = 5
+MAX_GENERATED_NAME_LENGTH = 63 - RANDOM_LENGTH
+
+
+def random_suffix(n: int = RANDOM_LENGTH) -> str:
     """The generateName suffix (kube's utilrand.String)."""
     return "".join(random.choice(NAME_ALPHABET) for _ in range(n))
+
+
+def generate_name(base: str) -> str:
+    """A name from `generateName` as kube's SimpleNameGenerator makes it.
+
+    The base is cut to 58 characters first, so a long prefix (a controller's
+    `<job>-<type>-` for a job with a long name) still yields a valid name instead of
+    a 422 on every retry.
+    """
+    return base[:MAX_GENERATED_NAME_LENGTH] + random_suffix()
+
+
+def _terminating(ns_obj: dict[str, Any]) -> dict[str, Any]:
+    """A namespace as its deletion marks it (kept as it is when already terminating)."""
+    if ns_obj["metadata"].get("deletionTimestamp"):
+        return ns_obj
+    new = copy.deepcopy(ns_obj)
+    new["metadata"]["deletionTimestamp"] = now()
+    new["metadata"]["deletionGracePeriodSeconds"] = 0
+    new["status"] = {"phase": "Terminating"}
+    return new
 
 
 def _spec_part(obj: Mapping[str, Any], status_sub: bool) -> dict[str, Any]:
@@ -161,9 +188,19 @@ class Operations:
 
     # ---- create --------------------------------------------------------------------
     def create(
-        self, rt: ResourceType, ns: str | None, body: Any, field_validation: str | None = None
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        body: Any,
+        field_validation: str | None = None,
+        *,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
-        """POST: defaulting, generateName, uniqueness, schema, then store."""
+        """POST: defaulting, generateName, uniqueness, schema, then store.
+
+        A dry run does all of it but the store and answers what would be stored, as
+        kube does: no resourceVersion (none was assigned), the generated name filled in.
+        """
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
         obj = copy.deepcopy(body)
@@ -197,8 +234,9 @@ class Operations:
             self._validate_name(rt, name)
         nsv = self._require_namespace(rt, ns, name or meta.get("generateName", ""), True)
         if not name:
+            self._validate_name(rt, str(meta["generateName"]), "metadata.generateName")
             for _ in range(20):
-                cand = f"{meta['generateName']}{random_suffix()}"
+                cand = generate_name(str(meta["generateName"]))
                 if self.store.get(rt.key, nsv, cand) is None:
                     name = cand
                     break
@@ -222,7 +260,11 @@ class Operations:
             obj.pop("status", None)
         self._check_schema(rt, obj, field_validation)
         if rt.key == CRD_KEY:
-            self._crd_accept(obj)
+            self._crd_accept(obj, dry_run)
+        if dry_run:
+            encode_object(obj)  # what a real write would refuse, a dry run refuses too
+            return self.view(rt, obj)
+        if rt.key == CRD_KEY:
             try:
                 stored = self.store.put(rt.key, obj, None)
             except APIError:  # not stored: its kinds are not served either
@@ -255,13 +297,17 @@ class Operations:
                 f"the kind of the provided object ({kind}) does not match the resource ({rt.kind})"
             )
 
-    def _validate_name(self, rt: ResourceType, name: str) -> None:
+    def _validate_name(self, rt: ResourceType, name: str, field: str = "metadata.name") -> None:
         rx = _NAME_RE_LOOSE if rt.plural in ("events",) else _NAME_RE
-        if len(name) > 253 or not rx.match(name):
+        checked = name
+        if field.endswith("generateName") and len(name) > 1 and name.endswith("-"):
+            # kube's maskTrailingDash, verbatim: its last two characters become one "a"
+            checked = name[:-2] + "a"
+        if len(checked) > 253 or not rx.match(checked):
             raise errors.invalid(
                 rt.kind,
                 name,
-                "metadata.name",
+                field,
                 f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower '
                 "case alphanumeric characters, '-' or '.', and must start and end with an "
                 "alphanumeric character",
@@ -288,8 +334,12 @@ class Operations:
         elif rt.plural in ("deployments", "replicasets"):
             obj.setdefault("spec", {}).setdefault("replicas", 1)
 
-    def _crd_accept(self, obj: dict[str, Any]) -> None:
-        self.registry.add_crd(obj)  # raises Invalid before anything is stored
+    def _crd_accept(self, obj: dict[str, Any], dry_run: bool = False) -> None:
+        # both raise Invalid before anything is stored; only a real write serves the kinds
+        if dry_run:
+            crd_types(obj)
+        else:
+            self.registry.add_crd(obj)
         t = now()
         obj["status"] = {
             "acceptedNames": copy.deepcopy(obj["spec"].get("names", {})),
@@ -323,6 +373,8 @@ class Operations:
         body: Any,
         subresource: str | None,
         field_validation: str | None = None,
+        *,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """PUT on the object or its /status."""
         if not isinstance(body, dict):
@@ -343,7 +395,12 @@ class Operations:
             )
         old = self._current(rt, ns, name)
         return self.commit_update(
-            rt, old, copy.deepcopy(body), subresource, field_validation=field_validation
+            rt,
+            old,
+            copy.deepcopy(body),
+            subresource,
+            field_validation=field_validation,
+            dry_run=dry_run,
         )
 
     def _current(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:
@@ -361,11 +418,13 @@ class Operations:
         *,
         internal: bool = False,
         field_validation: str | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """Turn a client's full new object into the stored one and store it.
 
         ``new`` is owned by this call (a copy). ``internal`` writes (GC, namespace
-        controller) skip the resourceVersion precondition.
+        controller) skip the resourceVersion precondition. A ``dry_run`` answers the
+        object as it would be stored, still at the current resourceVersion (kube's).
         """
         ometa = old["metadata"]
         nmeta = new.get("metadata")
@@ -424,6 +483,11 @@ class Operations:
             self._check_schema(rt, new, field_validation)
         if new == old:
             return self.view(rt, old)  # no-op writes do not bump resourceVersion
+        if dry_run:
+            if rt.key == CRD_KEY and subresource != "status":
+                crd_types(new)
+            encode_object(new)
+            return self.view(rt, new)
         crd_spec = rt.key == CRD_KEY and subresource != "status"
         if crd_spec:
             self.registry.add_crd(new)
@@ -444,8 +508,15 @@ class Operations:
         ns: str | None,
         name: str,
         options: Mapping[str, Any] | None = None,
+        *,
+        dry_run: bool = False,
     ) -> tuple[int, dict[str, Any]]:
-        """DELETE: returns (HTTP code, body) where body is the object or a Success Status."""
+        """DELETE: returns (HTTP code, body) where body is the object or a Success Status.
+
+        A dry run checks what a delete checks and answers what it would (the object
+        marked for deletion while finalizers hold it, else the removed object or a
+        Status), but changes nothing: no finalizer, no cascade, no orphaning.
+        """
         options = options or {}
         old = self._current(rt, ns, name)
         pre = options.get("preconditions") or {}
@@ -469,9 +540,13 @@ class Operations:
             )
         assert self.gc is not None
         if rt.key == NAMESPACE_KEY:
+            if dry_run:
+                return 200, self.view(rt, _terminating(old))
             return 200, self.view(rt, self._delete_namespace(old))
         meta = old["metadata"]
         fins = list(meta.get("finalizers") or ())
+        if dry_run:
+            return self._dry_delete(rt, old, fins, policy)
         if policy == "Orphan":
             self.gc.orphan_dependents(meta.get("uid", ""))
             old = self._current(rt, ns, name)
@@ -498,6 +573,26 @@ class Operations:
             return 202, self.view(rt, stored)
         final = self.finalize(rt, old)
         return 200, self._deleted_body(rt, final)
+
+    def _dry_delete(
+        self, rt: ResourceType, old: dict[str, Any], held: Sequence[str], policy: str | None
+    ) -> tuple[int, dict[str, Any]]:
+        """What `delete` would answer, computed from the stored object alone."""
+        meta = old["metadata"]
+        fins = [*held]
+        assert self.gc is not None
+        foreground = policy == "Foreground" and self.gc.has_dependents(meta.get("uid", ""))
+        if foreground and FOREGROUND not in fins:
+            fins.append(FOREGROUND)
+        if not fins:
+            return 200, self._deleted_body(rt, old)
+        if meta.get("deletionTimestamp") and fins == list(meta.get("finalizers") or ()):
+            return 202, self.view(rt, old)
+        new = copy.deepcopy(old)
+        new["metadata"]["finalizers"] = fins
+        new["metadata"].setdefault("deletionTimestamp", now())
+        new["metadata"].setdefault("deletionGracePeriodSeconds", 0)
+        return 202, self.view(rt, new)
 
     def _deleted_body(self, rt: ResourceType, final: dict[str, Any]) -> dict[str, Any]:
         if rt.return_deleted:

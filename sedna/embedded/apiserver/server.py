@@ -12,6 +12,7 @@ import copy
 import ipaddress
 import os
 import secrets
+import ssl
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -26,10 +27,11 @@ from loguru import logger
 from sedna.runtime.messaging.auth import token_valid
 from sedna.runtime.tls_buffers import limit_tls_read_buffers
 
+from .authorization import Authorizer, RestrictedTokens
 from .bodies import MAX_BODY_BYTES
 from .faults import FaultInjector, StoreWriteFault
 from .gc import GarbageCollector
-from .handlers import Handlers
+from .handlers import DEFAULT_BOOKMARK_FREQUENCY, Handlers
 from .housekeeping import (
     DEFAULT_EVENT_TTL,
     DEFAULT_TERMINATED_POD_THRESHOLD,
@@ -41,7 +43,7 @@ from .persistence import SQLitePersister
 from .requests import PROCESS_REQUESTS, RequestRecorder
 from .resources import CRD_KEY, Registry
 from .store import Store
-from .tls import make_server_cert
+from .tls import ServerCert, ensure_pki, utc_now
 from .watch import DEFAULT_HISTORY_BYTES, WatchHub
 from .watch_limits import DEFAULT_MAX_WATCHES, DEFAULT_MAX_WATCHES_PER_CLIENT, WatchLimits
 
@@ -61,6 +63,10 @@ def _load_yaml(path: Path) -> list[Any]:
         _yaml_cache[key] = docs
     return docs
 
+
+# How often a serving server checks whether its certificates are due for renewal: an
+# hourly wake-up costs nothing idle, and renewal starts 30 days before expiry.
+DEFAULT_CERT_CHECK_INTERVAL = 3600.0
 
 # How long a connection may stay silent: before its first request's headers are
 # complete, and between requests. Watches stream, so they are not idle.
@@ -103,6 +109,9 @@ class APIServer:
         terminated_pod_threshold: int = DEFAULT_TERMINATED_POD_THRESHOLD,
         housekeeping_interval: float | None = None,
         clock: Callable[[], datetime] | None = None,
+        bookmark_frequency: float = DEFAULT_BOOKMARK_FREQUENCY,
+        cert_check_interval: float = DEFAULT_CERT_CHECK_INTERVAL,
+        cert_clock: Callable[[], datetime] | None = None,
         max_watches: int = DEFAULT_MAX_WATCHES,
         max_watches_per_client: int = DEFAULT_MAX_WATCHES_PER_CLIENT,
     ) -> None:
@@ -118,11 +127,21 @@ class APIServer:
         if pki_dir is None:
             self._own_pki = tempfile.TemporaryDirectory(prefix="sedna-apiserver-pki-")
             pki_dir = Path(self._own_pki.name)
-        self.cert = make_server_cert(Path(pki_dir), host)
+        # CA and serving certificate, kept there across restarts and renewed when due
+        # (tls.py) by `cert_clock`; checked every `cert_check_interval` seconds while serving
+        self._pki_dir = Path(pki_dir)
+        self._cert_clock = cert_clock or utc_now
+        self.cert: ServerCert = ensure_pki(self._pki_dir, host, self._cert_clock)[0]
+        self.cert_check_interval = cert_check_interval
+        self._ssl: ssl.SSLContext | None = None
+        self._cert_timer: asyncio.TimerHandle | None = None
+        self._ca_listeners: list[Callable[[ServerCert], None]] = []
         given = [t for t in (tokens or ()) if t]
         self.token = given[0] if given else secrets.token_urlsafe(32)
         self._tokens = frozenset([self.token, *given])
         self._token_source = token_source
+        # tokens of principals with RBAC, not cluster-admin (`issue_token`)
+        self.restricted = RestrictedTokens()
         self.idle_timeout = idle_timeout
         # where the kubelet's container logs are (`sedna.embedded.pod_logs`); None: no kubelet
         self.pod_logs = pod_logs
@@ -154,8 +173,9 @@ class APIServer:
         )
         self.housekeeping_interval = housekeeping_interval
         self._sweep_timer: asyncio.TimerHandle | None = None
-        # watch tuning; tests may lower these
-        self.bookmark_interval = 1.0
+        # watch tuning: BOOKMARKs (when asked for) every `bookmark_frequency` seconds and
+        # 2 s before a watch's deadline, as kube's cacher; tests may lower it
+        self.bookmark_frequency = bookmark_frequency
         self.watch_timeout = 1800.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -181,13 +201,24 @@ class APIServer:
         scheme, _, candidate = authorization.strip().partition(" ")
         if scheme.lower() != "bearer":
             return False
-        tokens: Iterable[str] = self._tokens
+        tokens: Iterable[str] = self._tokens | self.restricted.tokens()
         if self._token_source is not None:
             try:
-                tokens = self._tokens | frozenset(self._token_source())
+                tokens = frozenset(tokens) | frozenset(self._token_source())
             except Exception as exc:
                 logger.error("embedded apiserver: token source failed ({})", type(exc).__name__)
         return token_valid(candidate.strip(), tokens)
+
+    def issue_token(self, user: str, authorizer: Authorizer) -> str:
+        """A bearer token for `user` whose resource requests `authorizer` must allow.
+
+        A refused request is kube's 403 Forbidden naming the user, verb and resource,
+        so a client that lacks a grant fails here as it would on a cluster.
+        """
+        return self.restricted.issue(user, authorizer)
+
+    def revoke_token(self, token: str) -> None:
+        self.restricted.revoke(token)
 
     # ---- lifecycle -----------------------------------------------------------------
     @property
@@ -249,7 +280,7 @@ class APIServer:
             self._port,
             backlog=1024,
             reuse_address=True,
-            ssl_context=self.cert.context(),
+            ssl_context=self._serving_context(),
         )
         await site.start()
         server = site._server
@@ -259,7 +290,57 @@ class APIServer:
             self._port = sockets[0].getsockname()[1]
         if self.housekeeping_interval:
             self._schedule_sweep(self.housekeeping_interval)
+        self._schedule_cert_check()
         self.store.health.attach(asyncio.get_running_loop(), self.store.probe)
+
+    # ---- certificates --------------------------------------------------------------
+    def _serving_context(self) -> ssl.SSLContext:
+        self._ssl = self.cert.context()
+        return self._ssl
+
+    def on_ca_renewed(self, callback: Callable[[ServerCert], None]) -> None:
+        """Call `callback` (on the server's thread) after the CA certificate changed, so
+        whoever hands it out (a kubeconfig) can rewrite it."""
+        self._ca_listeners.append(callback)
+
+    def check_certificates(self) -> bool:
+        """Renew what is due (see `tls.ensure_pki`) and serve it from the next handshake
+        on, without a restart. True when anything was renewed."""
+        return self._call(self._check_certificates)
+
+    def _check_certificates(self) -> bool:
+        issued, ca_changed = ensure_pki(self._pki_dir, self.host, self._cert_clock)
+        if issued == self.cert and not ca_changed:
+            return False
+        self.cert = issued
+        if self._ssl is not None:
+            # new handshakes take the new chain; open connections keep theirs
+            self._ssl.load_cert_chain(issued.cert_file, issued.key_file)
+        logger.info(
+            "embedded apiserver: certificate renewed, valid until {}{}",
+            issued.not_after.isoformat(),
+            " (new CA certificate, same key)" if ca_changed else "",
+        )
+        if ca_changed:
+            for callback in self._ca_listeners:
+                try:
+                    callback(issued)
+                except Exception as exc:  # one failing holder must not stop the others
+                    logger.error("embedded apiserver: CA renewal hook failed: {}", exc)
+        return True
+
+    def _schedule_cert_check(self) -> None:
+        loop = self._loop
+        if loop is not None and self.cert_check_interval > 0:
+            self._cert_timer = loop.call_later(self.cert_check_interval, self._periodic_cert_check)
+
+    def _periodic_cert_check(self) -> None:
+        self._cert_timer = None
+        try:
+            self._check_certificates()
+        except Exception as exc:  # a failed renewal is retried at the next check
+            logger.exception("embedded apiserver: certificate renewal failed: {}", exc)
+        self._schedule_cert_check()
 
     # ---- housekeeping --------------------------------------------------------------
     def sweep(self, now: datetime | None = None) -> SweepResult:
@@ -295,6 +376,9 @@ class APIServer:
         return self.store.health.error
 
     async def _shutdown(self) -> None:
+        if self._cert_timer is not None:
+            self._cert_timer.cancel()
+            self._cert_timer = None
         self.store.health.detach()
         if self._sweep_timer is not None:
             self._sweep_timer.cancel()
@@ -374,7 +458,7 @@ class APIServer:
                     "name": "embedded",
                     "cluster": {
                         "server": self.url,
-                        "certificate-authority-data": base64.b64encode(self.cert.cert_pem).decode(),
+                        "certificate-authority-data": base64.b64encode(self.cert.ca_pem).decode(),
                     },
                 }
             ],
@@ -400,7 +484,7 @@ class APIServer:
 
         cfg = kubernetes.client.Configuration()
         cfg.host = self.url
-        cfg.ssl_ca_cert = str(self.cert.cert_file)
+        cfg.ssl_ca_cert = str(self.cert.ca_file)
         cfg.api_key = {"authorization": self.token}
         cfg.api_key_prefix = {"authorization": "Bearer"}
         return cfg

@@ -31,7 +31,8 @@ from typing import Any
 from loguru import logger
 
 from sedna.embedded.kubelet import worker_type
-from sedna.embedded.lc import SimulatedLC, _cond_input, _cond_models, _is_remote, _latest
+from sedna.embedded.lc import SimulatedLC, _cond_input, _latest
+from sedna.embedded.lc_conditions import cond_models, url_is_local
 from sedna.embedded.triggers import TriggerError, build_trigger
 from sedna.runtime.kube import DATASETS, ApiError
 
@@ -120,12 +121,12 @@ class LifelongLearningPlay:
             logger.warning("{}/lc: lifelong learning {}", lc.node, text)
 
     def _samples(self, lc: SimulatedLC, job: _Job) -> int | None:
-        """The job's Dataset's sample count now; None while the LC has no such Dataset."""
+        """The job's Dataset's sample count as last polled; None while the LC has none."""
         name = str((job.spec.get("dataset") or {}).get("name") or "")
         key = f"{job.namespace}/{name}"
         ds = lc.datasets.get(key)
         if ds is not None:
-            return lc.samples(ds)
+            return ds.polled
         first_seen = self._api_datasets.get(key)
         if first_seen is None and name and lc.kube is not None:
             if lc.clock.now() < self._next_lookup.get(key, 0.0):
@@ -187,7 +188,7 @@ class LifelongLearningPlay:
         out = job.output_dir
         sub = f"{out}/data/{which}/{job.rounds}"
         input_: dict[str, Any] = {"dataURL": f"{sub}/data.txt"}
-        if _is_remote(out):
+        if not url_is_local(out):
             input_["dataIndexURL"] = f"{sub}/dataIndex.txt"
         input_["outputDir"] = f"{out}/{which}/{job.rounds}"
         return input_
@@ -209,7 +210,7 @@ class LifelongLearningPlay:
         self._report(lc, job, identity, "train", "ready", input_=self._data_input(job, "train"))
 
     def _eval_ready(self, lc: SimulatedLC, job: _Job, identity: str) -> None:
-        models = _cond_models(job.obj, "Train", "Completed", "output")
+        models = cond_models(_conditions(job.obj), "Train", "Completed", "output")
         if not models:
             self._warn_once(
                 lc, job, f"trained-{identity}",
@@ -228,7 +229,7 @@ class LifelongLearningPlay:
         self._report(lc, job, identity, "eval", "ready", input_=input_)
 
     def _deploy(self, lc: SimulatedLC, job: _Job, identity: str) -> None:
-        models = _cond_models(job.obj, "Eval", "Completed", "output")
+        models = cond_models(_conditions(job.obj), "Eval", "Completed", "output")
         if not models:
             logger.info(
                 "{}/lc: lifelong learning job {}: no evaluated model: deploy/completed",
@@ -282,7 +283,9 @@ class LifelongLearningPlay:
             models = self._knowledge_base(job)
         else:
             models = []
-            for i, m in enumerate(_cond_models(job.obj, "Eval", "Ready", "input") or []):
+            for i, m in enumerate(
+                cond_models(_conditions(job.obj), "Eval", "Ready", "input") or []
+            ):
                 evaluated = copy.deepcopy(m)
                 evaluated["metrics"] = {METRIC: [round(0.9 - 0.05 * i, 4)]}
                 models.append(evaluated)
@@ -312,3 +315,8 @@ class LifelongLearningPlay:
                 "number_of_model": rounds,
             }
         ]
+
+
+def _conditions(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    conds = (obj.get("status") or {}).get("conditions") or []
+    return [c for c in conds if isinstance(c, dict)]

@@ -14,6 +14,9 @@ newest. `NodeQueue` is that pair in one ordered dict:
   controllers resend on their next resync.
 - A message whose write failed goes back to the front, unless a newer message for
   its key arrived meanwhile (then the newer one supersedes it).
+- The queue also remembers the last message of every object routed to the node
+  (`retained`), and `replay` queues them all again when an LC connects, so an LC that
+  restarted gets everything at once instead of at the controllers' next resync.
 
 The queue is guarded by a plain lock because its writers are controller threads and
 its reader is the asyncio loop; no operation blocks while holding it. The loop's
@@ -36,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from sedna.runtime.messaging.retained import Retained
 from sedna.runtime.messaging.wire import Header
 
 
@@ -81,6 +85,7 @@ class NodeQueue:
         self._now = now
         self._lock = threading.Lock()
         self._items: OrderedDict[str, Outgoing] = OrderedDict()
+        self._retained = Retained(bound)
         self._waker: Waker | None = None
         self._retired = False
         # When the queue last saw a new message or its node's connection ended; the
@@ -122,6 +127,7 @@ class NodeQueue:
             if self._retired:
                 raise QueueRetired(self.node)
             self._last_active = max(self._last_active, now)
+            self._retained.record(msg)
             items = self._items
             if msg.key in items:
                 items[msg.key] = msg
@@ -171,11 +177,55 @@ class NodeQueue:
             waker()
         return dropped
 
+    def replay(self) -> list[Outgoing]:
+        """Queue every retained message again (an LC connects); return those dropped.
+
+        Waiting deletes go first (they clear what the LC may still hold), then the
+        retained messages in replay order (`Retained.in_replay_order`), a waiting one
+        keeping its place in that order. Over the bound, the waiting deletes give way
+        first: an LC that starts empty does not need them.
+        """
+        with self._lock:
+            if self._retired:
+                return []
+            items = self._items
+            merged: OrderedDict[str, Outgoing] = OrderedDict(
+                (key, msg) for key, msg in items.items() if msg.header.operation == "delete"
+            )
+            for msg in self._retained.in_replay_order():
+                merged[msg.key] = items.get(msg.key, msg)
+            for key, msg in items.items():
+                merged.setdefault(key, msg)
+            dropped: list[Outgoing] = []
+            while len(merged) > self._bound:
+                dropped.append(merged.popitem(last=False)[1])
+            self._items = merged
+            self._set_depth()
+            waker: Waker | None = None
+            if merged:
+                waker, self._waker = self._waker, None
+        if waker is not None:
+            waker()
+        return dropped
+
+    @property
+    def retained(self) -> int:
+        """How many objects the queue would replay to a connecting LC."""
+        with self._lock:
+            return len(self._retained)
+
+    @property
+    def retained_evicted(self) -> int:
+        """Routed objects no longer replayed because the node has more than the bound."""
+        with self._lock:
+            return self._retained.evicted
+
     def clear(self) -> int:
         """Forget every waiting message (at shutdown); return how many there were."""
         with self._lock:
             n = len(self._items)
             self._items.clear()
+            self._retained.clear()
             self._set_depth()
             self._waker = None
             return n
@@ -206,6 +256,7 @@ class NodeQueue:
         self._retired = True
         n = len(self._items)
         self._items.clear()
+        self._retained.clear()
         self._set_depth()
         self._waker = None
         return n

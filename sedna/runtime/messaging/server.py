@@ -27,8 +27,10 @@ disconnected node's queue stays idle for `idleQueueTTLSeconds`.
 
 Delivery is at most once per successful write, as in Go: a message counts as sent
 when the websocket library accepted it for the socket. A failed write puts the
-message back for the next connection. Queues live in memory only; after a GM restart
-the controllers' initial list resends every object.
+message back for the next connection. Every connection starts with the last message
+of each object routed to its node (`retained`), so an LC that restarted has its
+datasets, models and jobs at once (Go's GM waits for its next resync). Queues live in
+memory only; after a GM restart the controllers' initial list resends every object.
 
 Accounting: every frame an LC sends, except its initial bare header, ends in exactly
 one of lc_messages_received{kind} (handed to a handler) or
@@ -840,6 +842,8 @@ class MessageLayer:
         try:
             if not conn.closed:  # not already replaced by a third connection
                 q = self._queue_for(node) if self._may_queue(node) else None
+                if q is not None:
+                    self._replay(q)
                 conn.writer = asyncio.create_task(self._write_loop(conn, q))
                 await self._read_loop(conn)
         finally:
@@ -928,6 +932,24 @@ class MessageLayer:
                 self._sent_counter(msg.header.kind).inc()
         finally:
             q.disarm(conn.wake)
+
+    def _replay(self, q: NodeQueue) -> None:
+        """A connection starts with everything routed to its node (`retained`): an LC
+        that restarted has it at once, not at the next resync as with Go's GM."""
+        for dropped in q.replay():
+            self._metrics.lc_messages_dropped.labels(kind=dropped.header.kind).inc()
+        evicted = q.retained_evicted
+        if evicted and self._admit_drop_line(q.node):
+            logger.warning(
+                "node {} was routed more objects than websocket.maxQueuePerNode ({}): {} "
+                "sent longest ago were pushed out of what its LC gets when it connects "
+                "(they reach it when they change, staged jobs and Datasets at the next "
+                "resync); raise the bound",
+                q.node,
+                self._settings.maxQueuePerNode,
+                evicted,
+            )
+        logger.debug("node {}: {} routed object(s) queued for its LC", q.node, q.retained)
 
     def _sent_counter(self, kind: str) -> Any:
         counter = self._sent.get(kind)

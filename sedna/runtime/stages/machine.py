@@ -76,6 +76,12 @@ from sedna.runtime.stages.feature import (
     StageOptions,
     StageRetry,
 )
+from sedna.runtime.stages.late_data import (
+    POD_EXIT_REASON,
+    carries_data,
+    fill_in,
+    late_completion,
+)
 from sedna.runtime.stages.reports import condition_from_report
 from sedna.runtime.upstream import UpstreamMessage
 from sedna.runtime.workers import (
@@ -413,7 +419,7 @@ class StageMachine(Controller):
         rejects them with a reason.
         """
         cached = self.jobs.lister.get(msg.namespace, msg.name)
-        if cached is None or not _behind(C.conditions_of(cached), msg.content):
+        if cached is None or not _stale(C.conditions_of(cached), msg.content):
             return False
         # The cache may lag the API (the LC can answer a condition written a moment ago):
         # a report is skipped only if the job as stored says so too.
@@ -421,7 +427,7 @@ class StageMachine(Controller):
             fresh = self.jobs_client.get(msg.namespace, msg.name)
         except ApiError:
             return False  # the handler reads the job again and says why
-        return _behind(C.conditions_of(fresh), msg.content)
+        return _stale(C.conditions_of(fresh), msg.content)
 
     def handle_report(self, msg: UpstreamMessage) -> None:
         """An LC's status report: append it as a condition; bad reports only get logged."""
@@ -450,6 +456,7 @@ class StageMachine(Controller):
         previous: list[Obj | None] = [None]
         tries = [0]
         skipped = [""]
+        filled = [False]
 
         def mutate(fresh: dict[str, Any]) -> bool:
             conds = C.conditions_of(fresh)
@@ -459,9 +466,18 @@ class StageMachine(Controller):
                 skipped[0] = _already_applied(conds, cond, msg.content)
                 if skipped[0]:
                     return False
+            # the worker's exit may have completed the stage first (`late_data`)
+            late = late_completion(conds, msg.content)
+            if late is not None and not carries_data(cond.get("data")):
+                skipped[0] = _BEHIND  # nothing to add to what the exit wrote
+                return False
             previous[0] = C.latest(conds)
             status = fresh.setdefault("status", {})
-            status["conditions"] = C.append_condition(conds, cond, max_conditions)
+            if late is not None:
+                status["conditions"] = fill_in(conds, late, cond)
+            else:
+                status["conditions"] = C.append_condition(conds, cond, max_conditions)
+            filled[0] = late is not None
             self.feature.on_report(status, msg.content)
             return True
 
@@ -480,6 +496,14 @@ class StageMachine(Controller):
             return
         if skipped[0] == _LANDED:
             logger.info("{}: the write whose answer was lost had landed", where)
+        if filled[0]:
+            logger.info(
+                "{}: {}/Completed was written at the worker's exit; it now carries the "
+                "report's data",
+                where,
+                cond.get("stage"),
+            )
+            return
         self._changed(job, previous[0], cond, detail=f"reported by LC on node {msg.node_name}")
 
     # -- the reconcile ---------------------------------------------------------------
@@ -607,7 +631,7 @@ class StageMachine(Controller):
                     new_type, reason = C.RUNNING, "WorkerRunning"
                     data = _pod_data(pod_name)
             elif phase == "Succeeded":
-                new_type, reason = C.COMPLETED, "WorkerSucceeded"
+                new_type, reason = C.COMPLETED, POD_EXIT_REASON
             elif phase == "Failed":
                 new_type, reason = C.FAILED, "WorkerFailed"
         elif ctype == C.COMPLETED:
@@ -979,6 +1003,10 @@ class StageMachine(Controller):
                 "WorkerCreateFailed", f"cannot build the {what}: {exc.field}: {exc.message}"
             ) from None
         except ApiError as exc:
+            if exc.status == 422:  # the same pod is refused again: wait for a new spec
+                raise StageBlocked(
+                    "WorkerInvalid", f"the API server refused the {what}: {exc}"
+                ) from None
             raise StageRetry("WorkerCreateFailed", f"cannot create the {what}: {exc}") from None
         return str(_meta(made.pod).get("name", "")), made.adopted
 
@@ -1169,6 +1197,12 @@ def _behind(conds: list[Obj], content: Any) -> bool:
     return rank < last or rank == last == _FINAL_RANK
 
 
+def _stale(conds: list[Obj], content: Any) -> bool:
+    """`_behind`, unless the report brings the data of a stage its worker's exit
+    completed first (`late_data`)."""
+    return _behind(conds, content) and late_completion(conds, content) is None
+
+
 _LANDED, _BEHIND = "landed", "behind"
 
 
@@ -1185,9 +1219,18 @@ def _already_applied(conds: list[Obj], cond: Obj, content: Any) -> str:
     mine = _intent(cond)
     # this round only: timestamps have a second's resolution, so a quick earlier round's
     # condition (same stage, same report) can look the same
-    if any(_intent(c) == mine for c in _this_round(conds)):
+    this_round = _this_round(conds)
+    if any(_intent(c) == mine for c in this_round):
         return _LANDED
-    return _BEHIND if _behind(conds, content) else ""
+    data = cond.get("data")
+    if carries_data(data) and any(  # filled into the Completed its worker's exit wrote
+        c.get("stage") == cond.get("stage")
+        and c.get("type") == C.COMPLETED
+        and c.get("data") == data
+        for c in this_round
+    ):
+        return _LANDED
+    return _BEHIND if _stale(conds, content) else ""
 
 
 def _served_pod(conds: list[Obj], basis: str, stage: str) -> str:

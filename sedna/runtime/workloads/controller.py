@@ -77,7 +77,7 @@ def missing_retry_after(attempt: int) -> float:
 
 @dataclass(frozen=True)
 class StatusDecision:
-    """The status a sync arrives at: the condition to hold and the counts.
+    """The status a sync arrives at: the condition to hold ("" for none) and the counts.
 
     `extra` is merged into ``status`` (feature-specific fields). `requeue_after`
     asks for another look (e.g. waiting for something nobody will announce).
@@ -326,7 +326,7 @@ class WorkloadController(Controller):
             status = dict(fresh.get("status") or {})
             old = json_like(status)
             status.setdefault("startTime", now)
-            if append_condition(
+            if decision.condition and append_condition(
                 status,
                 decision.condition,
                 decision.reason,

@@ -1,42 +1,16 @@
 """Entry point of the plugin: declares the `dataset` feature (kind `Dataset`).
 
 The feature takes no options: Sedna's Dataset controller has no knobs, and a typo'd key
-in gm.yaml is then reported by the framework instead of being silently ignored.
+in gm.yaml is then reported by the framework instead of being silently ignored. Its
+kinds and RBAC come from the handlers' declaration in `controller`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from .controller import feature
 
-from sedna.runtime import ApiAccess, ControllerContext, Feature, FeatureController, hookimpl
+FEATURE_NAME = feature.name
+KINDS = tuple(res.kind for res in feature.kinds())
+ACCESS = tuple(feature.access())
 
-FEATURE_NAME = "dataset"
-KINDS = ("Dataset",)
-
-# What the controller calls (the runtime core's Events and Node watch are its own).
-ACCESS = (
-    ApiAccess("sedna.io", ["datasets"], ["get", "list", "watch"]),
-    ApiAccess("sedna.io", ["datasets/status"], ["update"]),
-    ApiAccess("", ["secrets"], ["get"]),
-)
-
-
-def _build(ctx: ControllerContext) -> FeatureController:
-    # Imported here so that listing plugins never imports the controller's dependencies.
-    from .controller import DatasetController
-
-    return DatasetController(ctx)
-
-
-@hookimpl
-def sedna_features() -> Sequence[Feature]:
-    return [
-        Feature(
-            name=FEATURE_NAME,
-            kinds=list(KINDS),
-            factory=_build,
-            validate_options=None,
-            description="Sedna's Dataset: sent to the LC of its node, sample counts reported back",
-            access=ACCESS,
-        )
-    ]
+sedna_features = feature.hook()

@@ -37,8 +37,10 @@ Sedna's Go GM, on purpose:
    again from round 1.
 7. `Pending` means what Sedna documents (a worker not yet started); Sedna writes
    `Running` from the first sync on.
-8. Status-only changes are not re-sent to the LCs, a worker moved off a node gets the
-   job deleted there, and deletes that arrive as tombstones still reach every LC.
+8. Status-only changes are not re-sent to the LCs, nor is anything at a periodic
+   resync (an LC that reconnects gets the job from the message layer's replay); a
+   worker moved off a node gets the job deleted there, and deletes that arrive as
+   tombstones still reach every LC.
 """
 
 from __future__ import annotations
@@ -289,8 +291,9 @@ class FederatedLearningController(Controller):
 
     def _job_updated(self, old: Obj, new: Obj) -> None:
         self._enqueue_obj(new)
-        resync = _meta(old).get("resourceVersion") == _meta(new).get("resourceVersion")
-        if not resync and not _edge_relevant_change(old, new):
+        if not _edge_relevant_change(old, new):
+            # a resync or a status write: the LCs have the job since it last changed,
+            # and one that reconnects gets it replayed by the message layer
             return
         nodes = training_nodes(new)
         self._send(INSERT, new, nodes)

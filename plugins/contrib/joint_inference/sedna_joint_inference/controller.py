@@ -18,7 +18,9 @@ Differences from Sedna, on purpose:
    ``deployment_health``); until then the service is Pending.
 2. Adds and updates go to the LC as ``insert`` (Sedna's GM sends ``update`` on a
    change, which its LC rejects as an unknown operation); a service whose edge node
-   changes is deleted on the old node's LC. Status-only changes are not re-sent.
+   changes is deleted on the old node's LC. Status-only changes are not re-sent, nor
+   is anything at a periodic resync (Sedna re-sends every service then): an LC that
+   reconnects gets the service from the message layer's replay.
 3. Self-healing finds the service by the Deployment's controller reference (Sedna
    splits the Deployment's name at ``-deployment``), and heals Services and HPAs too.
 4. Every spec change is rolled out, on every path (Sedna only on the informer's update
@@ -95,6 +97,14 @@ def _model_names(owner: Obj) -> set[str]:
     return names
 
 
+def _edge_relevant_change(old: Obj, new: Obj) -> bool:
+    """What a Go LC stores of a service: its metadata (labels, annotations) and spec."""
+    if old.get("spec") != new.get("spec"):
+        return True
+    o, n = old.get("metadata") or {}, new.get("metadata") or {}
+    return any(o.get(k) != n.get(k) for k in ("labels", "annotations"))
+
+
 def _name(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
@@ -166,19 +176,15 @@ class JointInferenceController(WorkloadController):
         self._send_insert(None, obj, report=True)
 
     def _updated(self, old: Obj, new: Obj) -> None:
-        resync = (old.get("metadata") or {}).get("resourceVersion") == (
-            new.get("metadata") or {}
-        ).get("resourceVersion")
-        if (
-            not resync
-            and old.get("spec") == new.get("spec")
-            and (
-                (old.get("metadata") or {}).get("labels")
-                == (new.get("metadata") or {}).get("labels")
-            )
-        ):
-            return  # a status write (ours, or the metrics): nothing for the LC
-        self._send_insert(old, new, report=not resync)
+        """Only what the LC keeps of a service (spec, labels, annotations) is sent again.
+
+        A periodic resync sends nothing: the LC has the service since it last changed,
+        and an LC that reconnects gets it replayed by the message layer. (Resending it
+        then gave the LC a payload differing only in status and resourceVersion.)
+        """
+        if not _edge_relevant_change(old, new):
+            return  # a resync, or a status write (ours, or the metrics)
+        self._send_insert(old, new, report=True)
 
     def _deleted(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         svc = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
