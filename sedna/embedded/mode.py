@@ -104,6 +104,8 @@ class EmbeddedMode:
             terminated_pod_threshold=s.terminatedPodGCThreshold,
             housekeeping_interval=HOUSEKEEPING_INTERVAL,
             cert_clock=self._cert_clock,
+            max_watches=s.maxWatches,
+            max_watches_per_client=s.maxWatchesPerClient,
         )
         try:
             server.start()
@@ -270,6 +272,7 @@ class EmbeddedMode:
         """
         if self.kube is None or self._prepared is None:
             raise RuntimeError("EmbeddedMode.prepare() must run first")
+        self._add_store_readiness(manager)
         self.deployments = DeploymentController(self.kube)
         self.deployments.start()
         nodes = self.settings.simulate.nodes
@@ -327,6 +330,19 @@ class EmbeddedMode:
                     "set websocket.auth: none to run it (see docs/real-lc.md)",
                     auth,
                 )
+
+    def _add_store_readiness(self, manager: Any) -> None:
+        """The GM is not ready while its embedded store cannot write (a full disk)."""
+        health = getattr(manager, "health", None)
+        server = self.server
+        if health is None or server is None:
+            return
+
+        def check() -> tuple[bool, str]:
+            error = server.store_error
+            return (True, "") if error is None else (False, error)
+
+        health.add_readiness("embedded-store", check)
 
     def _gm_url(self, manager: Any) -> tuple[str, ssl.SSLContext | None]:
         ws = self._prepared.websocket if self._prepared is not None else self.config.websocket

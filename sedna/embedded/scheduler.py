@@ -3,6 +3,11 @@
 The simulated kubelet and LC each own one: every write they make happens on that
 thread, so a node's actions never race each other, and tests drive the delays
 with a `FakeClock` instead of sleeping.
+
+An action the API server refused for a passing reason (5xx, 429, a lost connection:
+a full disk under the embedded store, say) runs again after a backoff, as a real
+kubelet syncs again until its write goes through; before, the pod stayed where it
+was for good and its job with it.
 """
 
 from __future__ import annotations
@@ -15,8 +20,12 @@ from collections.abc import Callable
 from loguru import logger
 
 from sedna.runtime.clock import Clock, RealClock
+from sedna.runtime.kube import ServerError, TooManyRequests, TransportError
 
 Action = Callable[[], None]
+RETRY_FIRST_SECONDS = 0.5
+RETRY_MAX_SECONDS = 30.0
+_TRANSIENT = (ServerError, TooManyRequests, TransportError)
 
 
 class Scheduler:
@@ -26,7 +35,8 @@ class Scheduler:
         self.name = name
         self.clock: Clock = clock or RealClock()
         self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, Action]] = []
+        # (due, order, action, failed attempts so far)
+        self._heap: list[tuple[float, int, Action, int]] = []
         self._seq = itertools.count()
         self._stopped = False
         self._halted = False
@@ -37,12 +47,12 @@ class Scheduler:
             self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
             self._thread.start()
 
-    def call_later(self, delay: float, action: Action) -> None:
+    def call_later(self, delay: float, action: Action, *, attempt: int = 0) -> None:
         with self._cond:
             if self._stopped:
                 return
             due = self.clock.now() + max(0.0, delay)
-            heapq.heappush(self._heap, (due, next(self._seq), action))
+            heapq.heappush(self._heap, (due, next(self._seq), action, attempt))
             self._cond.notify_all()
 
     def call_soon(self, action: Action) -> None:
@@ -81,9 +91,15 @@ class Scheduler:
                         self.clock.condition_wait(self._cond, None)
                 if self._stopped or self._halted:
                     return
-                _, _, action = heapq.heappop(self._heap)
+                _, _, action, attempt = heapq.heappop(self._heap)
             try:
                 action()
+            except _TRANSIENT as exc:
+                delay = min(RETRY_MAX_SECONDS, RETRY_FIRST_SECONDS * 2 ** min(attempt, 16))
+                logger.warning(
+                    "{}: action failed: {}; trying again in {:.1f} s", self.name, exc, delay
+                )
+                self.call_later(delay, action, attempt=attempt + 1)
             except Exception as exc:
                 # One failed step must not end the node's simulation.
                 logger.opt(exception=exc).warning("{}: action failed: {}", self.name, exc)

@@ -224,6 +224,10 @@ class EmbeddedConfig(_Section):
     eventTTLSeconds: float = Field(default=3600.0, ge=0)
     # kube-controller-manager's --terminated-pod-gc-threshold (0: keep every one)
     terminatedPodGCThreshold: int = Field(default=100, ge=0)
+    # open watches on the embedded API server, in all and per client (token and
+    # address); over either a new watch gets 429 with Retry-After
+    maxWatches: int = Field(default=4096, gt=0)
+    maxWatchesPerClient: int = Field(default=1024, gt=0)
 
 
 class FeatureConfig(BaseModel):

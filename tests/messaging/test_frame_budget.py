@@ -1,9 +1,11 @@
 """One cap on what all LCs together make the GM buffer (websocket.maxBufferedBytes).
 
-Hostile peers open a websocket, announce a large text frame and send most of it, then
-nothing: each connection alone stays under the library's message limit, so only the
-global budget stands between them and the GM's memory. The budget refuses the peer
-that holds the most, and a well-behaved LC keeps reporting and receiving throughout.
+Hostile peers open a websocket, announce a large text frame (within maxFrameBytes) and
+send most of it, then nothing: each connection alone stays under the limits, so only
+the global budget stands between them and the GM's memory. A frame counts as held from
+its header on, for its announced size, so the budget refuses the peer that holds the
+most before its payload is read, and a well-behaved LC keeps reporting and receiving
+throughout.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from sedna.runtime.metrics import Metrics
 from .conftest import LayerFactory
 from .helpers import FakeLC, obj, sample, wait_until
 
-FRAME_LIMIT = 256 * 1024  # websocket.maxFrameBytes; the library's limit is 4x that
-CAP = 1024 * 1024  # websocket.maxBufferedBytes
-ANNOUNCED = 900 * 1024  # under the library's 1 MiB limit: it buffers all of it
+FRAME_LIMIT = 1024 * 1024  # websocket.maxFrameBytes
+CAP = 2 * 1024 * 1024  # websocket.maxBufferedBytes
+ANNOUNCED = 900 * 1024  # within maxFrameBytes: the library buffers all of it
 SENT = 600 * 1024
 
 
@@ -73,7 +75,7 @@ def test_many_half_sent_frames_cannot_push_the_buffer_past_the_cap(
         for i, peer in enumerate(hostile):
             peer.send_part(ANNOUNCED, SENT)
             good.send_status("Dataset", "default", f"ds-{i}", {"numberOfSamples": i})
-        # 8 x 600 KiB were sent; at most the cap is held, and the holders paid for it
+        # 8 x 900 KiB were announced; at most the cap is held, and the holders paid for it
         wait_until(
             lambda: sample(metrics, "lc_messages_rejected_total", reason="buffer_full") >= 4,
             what="the largest holders refused",
@@ -81,7 +83,7 @@ def test_many_half_sent_frames_cannot_push_the_buffer_past_the_cap(
         wait_until(lambda: len(reports) == len(hostile), what="every report of the good LC")
         assert [r.content["numberOfSamples"] for r in reports] == list(range(len(hostile)))
         assert layer.buffered_bytes_peak <= CAP
-        assert layer.buffered_bytes_peak >= SENT  # the counter did count the half frames
+        assert layer.buffered_bytes_peak >= ANNOUNCED  # counted from the headers on
         assert sample(metrics, "lc_buffered_bytes") <= CAP
         assert "good" in layer.connected_nodes()
         refusals = [line for line in logs if "(buffer_full)" in line]
@@ -93,8 +95,9 @@ def test_many_half_sent_frames_cannot_push_the_buffer_past_the_cap(
     finally:
         for peer in hostile:
             peer.close()
-    wait_until(lambda: layer.buffered_bytes == 0, what="the hostile peers' bytes released")
-    assert sample(metrics, "lc_buffered_bytes") == 0
+    # what is left is the good LC's last report, which the library keeps until the next
+    wait_until(lambda: layer.buffered_bytes < 4096, what="the hostile peers' bytes released")
+    assert sample(metrics, "lc_buffered_bytes") < 4096
     good.close()
 
 
@@ -102,8 +105,9 @@ def test_a_half_sent_frame_is_counted_until_its_peer_goes(make_layer: LayerFacto
     layer = make_layer(maxFrameBytes=FRAME_LIMIT, maxBufferedBytes=CAP)
     peer = HalfFrame(layer.port, "slow")
     peer.send_part(ANNOUNCED, SENT)
-    wait_until(lambda: layer.buffered_bytes >= SENT, what="the half frame counted")
-    assert layer.buffered_bytes <= SENT + 64  # the frame's header at most besides
+    # counted for its announced size from its header on, not as its bytes come
+    wait_until(lambda: layer.buffered_bytes >= ANNOUNCED, what="the half frame counted")
+    assert layer.buffered_bytes <= ANNOUNCED + 64  # the frame's header at most besides
     assert layer.connected_nodes() == ["slow"]  # under the cap: nobody is refused
     peer.close()
     wait_until(lambda: layer.buffered_bytes == 0, what="its bytes released")
@@ -119,7 +123,8 @@ def test_handled_frames_give_their_bytes_back(make_layer: LayerFactory, metrics:
     for i in range(2000):
         lc.send_status("Dataset", "default", f"ds-{i % 50}", {"n": i, "blob": blob})
     wait_until(lambda: len(reports) == 2000, timeout=30, what="every report handled")
-    wait_until(lambda: layer.buffered_bytes == 0, what="nothing left counted")
+    # the last report only (27 kB in base64): the library keeps it until the next one
+    wait_until(lambda: layer.buffered_bytes <= 32_000, what="only the last report counted")
     assert sample(metrics, "lc_messages_rejected_total", reason="buffer_full") == 0
     assert layer.buffered_bytes_peak > 0
     lc.close()

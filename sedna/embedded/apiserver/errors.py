@@ -24,6 +24,7 @@ class APIError(Exception):
         kind: str | None = None,
         causes: list[dict[str, str]] | None = None,
         list_meta: dict[str, Any] | None = None,
+        retry_after: int | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -35,6 +36,8 @@ class APIError(Exception):
         self.causes = causes
         # a Status is a list-like object: a 410 for a list hands a fresh continue here
         self.list_meta = list_meta
+        # seconds: details.retryAfterSeconds and the Retry-After header (429, 503)
+        self.retry_after = retry_after
 
     def status(self) -> dict[str, Any]:
         """The ``Status`` body, shaped as kube-apiserver shapes it."""
@@ -56,6 +59,8 @@ class APIError(Exception):
             details["kind"] = self.kind
         if self.causes:
             details["causes"] = self.causes
+        if self.retry_after is not None:
+            details["retryAfterSeconds"] = self.retry_after
         if details:
             body["details"] = details
         return body

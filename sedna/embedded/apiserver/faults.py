@@ -7,6 +7,7 @@ a whole (no partial updates), guarded by a lock for the counters.
 from __future__ import annotations
 
 import random
+import sqlite3
 import threading
 from dataclasses import dataclass, field
 
@@ -177,3 +178,33 @@ class FaultInjector:
                 self.gone_next_watches -= 1
                 return True
         return False
+
+
+@dataclass
+class StoreWriteFault:
+    """Make the store's SQLite writes fail as a full disk does (inside the transaction).
+
+    Kept apart from the request rules: it acts below the API, on every write the store
+    makes (clients', the garbage collector's, housekeeping's), as the disk would.
+    """
+
+    message: str | None = None
+    # writes still let through before the failures start
+    allowed: int = 0
+
+    def fail_writes(
+        self, message: str | None = "database or disk is full", *, after: int = 0
+    ) -> None:
+        """Fail every store write (after ``after`` more succeed) with
+        ``sqlite3.OperationalError(message)``; None: stop failing."""
+        self.allowed = after
+        self.message = message
+
+    def __call__(self) -> None:
+        message = self.message
+        if message is None:
+            return
+        if self.allowed > 0:
+            self.allowed -= 1
+            return
+        raise sqlite3.OperationalError(message)

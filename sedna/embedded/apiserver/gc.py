@@ -79,8 +79,11 @@ class GarbageCollector:
             return
         if obj["metadata"].get("deletionTimestamp"):
             return
-        with contextlib.suppress(APIError):
+        try:
             self.ops.delete(rt, oid[1], oid[2], {"propagationPolicy": "Background"})
+        except APIError as err:
+            if err.code == 500:  # the store refused the write: the removal retries the cascade
+                raise
 
     def delete_dependents_foreground(self, owner: dict[str, Any]) -> None:
         """Foreground policy: delete dependents, then release the owner if none block."""

@@ -24,8 +24,11 @@ from . import (
     negotiation,
     pagination,
     protobuf,
+    readyz,
     schema_validation,
+    server_metrics,
     tables,
+    watch_limits,
 )
 from .authorization import AccessAttributes
 from .dryrun import dry_run
@@ -43,6 +46,7 @@ from .patches import (
 from .resources import CRD_KEY, POD_KEY, ResourceType
 from .selectors import combine, parse_field_selector, parse_label_selector
 from .watch import Watcher, translate
+from .watch_queue import EventQueue
 
 # kube-apiserver answers these to anyone (system:public-info-viewer): probes carry no token.
 PUBLIC_PATHS = frozenset(("/healthz", "/livez", "/readyz", "/version"))
@@ -70,7 +74,10 @@ def _json_written(body: Any, status: int = 200) -> web.Response:
 
 
 def _error(err: APIError) -> web.Response:
-    return _json(err.status(), err.code)
+    resp = _json(err.status(), err.code)
+    if err.retry_after is not None:
+        resp.headers["Retry-After"] = str(err.retry_after)
+    return resp
 
 
 _FAULT_REASONS = {
@@ -131,6 +138,14 @@ class Handlers:
             return web.Response(
                 body=discovery.openapi_v2_protobuf(self.registry),
                 content_type="application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+            )
+        if path == "/readyz" and request.method == "GET":
+            code, text = readyz.readyz(self.ops.store.health, "verbose" in request.query)
+            return web.Response(text=text, status=code, content_type="text/plain")
+        if path == "/metrics" and request.method == "GET":
+            text = server_metrics.render(self.srv.watch_limits, self.ops.store.health)
+            return web.Response(
+                body=text.encode(), headers={"Content-Type": server_metrics.CONTENT_TYPE}
             )
         static = self.static.get(path)
         if static is not None:
@@ -476,7 +491,11 @@ class Handlers:
                 typ = translate(ev, matcher)
                 if typ is not None:
                     initial.append((typ, ev))
-        w = Watcher(rt.key, ns_filter, matcher)
+        limits = self.srv.watch_limits
+        client = watch_limits.client_key(request.headers.get("Authorization"), request.remote)
+        limits.acquire(client)  # 429 over a cap, before anything is held
+        queue = EventQueue(limits)
+        w = Watcher(rt.key, ns_filter, matcher, queue)
         self.hub.subscribe(w)
         try:
             if rv_s in ("", "0"):
@@ -500,7 +519,8 @@ class Handlers:
             due = next_bookmark(loop.time(), deadline, frequency) if bookmarks else None
             while True:
                 now = loop.time()
-                if due is not None and now >= due:
+                if due is not None and now >= due and not queue.overflowed:
+                    # (after an overflow a bookmark would skip the events dropped)
                     await resp.write(_bookmark(rt, store.rv, target))
                     due = next_bookmark(now, deadline, frequency)
                 remaining = deadline - now
@@ -528,6 +548,8 @@ class Handlers:
             return resp
         finally:
             self.hub.unsubscribe(w)
+            queue.drop()
+            limits.release(client)
         with contextlib.suppress(ConnectionError):
             await resp.write_eof()
         return resp

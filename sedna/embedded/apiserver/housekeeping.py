@@ -139,6 +139,7 @@ class Housekeeper:
         """One pass of every sweep at `now` (the clock's time when None)."""
         now = now or self.clock()
         result = SweepResult()
+        self.ops.retry_unfinished()  # cascades a full disk stopped
         self._expire_events(now, result)
         self._collect_terminated(result)
         self._collect_orphans(now, result)

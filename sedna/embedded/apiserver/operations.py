@@ -35,6 +35,8 @@ _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _NAME_RE_LOOSE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.:]*[A-Za-z0-9])?$")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 FOREGROUND = "foregroundDeletion"
+# removals whose cascades wait for the store to take writes again; beyond, the oldest go
+MAX_UNFINISHED = 10_000
 ORPHAN = "orphan"
 
 
@@ -91,6 +93,8 @@ class Operations:
         self.registry = registry
         self.schema_validation = schema_validation
         self.gc: GarbageCollector | None = None
+        # removals whose cascades a refused write stopped, oldest first (by uid)
+        self.unfinished: dict[str, tuple[ResourceType, dict[str, Any], dict[str, Any]]] = {}
 
     # ---- helpers -------------------------------------------------------------------
     def bootstrap(self) -> None:
@@ -260,6 +264,13 @@ class Operations:
         if dry_run:
             encode_object(obj)  # what a real write would refuse, a dry run refuses too
             return self.view(rt, obj)
+        if rt.key == CRD_KEY:
+            try:
+                stored = self.store.put(rt.key, obj, None)
+            except APIError:  # not stored: its kinds are not served either
+                self.registry.remove_crd(name)
+                raise
+            return self.view(rt, stored)
         return self.view(rt, self.store.put(rt.key, obj, None))
 
     def _check_schema(
@@ -477,9 +488,15 @@ class Operations:
                 crd_types(new)
             encode_object(new)
             return self.view(rt, new)
-        if rt.key == CRD_KEY and subresource != "status":
+        crd_spec = rt.key == CRD_KEY and subresource != "status"
+        if crd_spec:
             self.registry.add_crd(new)
-        stored = self.store.put(rt.key, new, old)
+        try:
+            stored = self.store.put(rt.key, new, old)
+        except APIError:
+            if crd_spec:  # not stored: serve what the stored CRD says
+                self.registry.add_crd(old)
+            raise
         if stored["metadata"].get("deletionTimestamp") and not stored["metadata"].get("finalizers"):
             return self.view(rt, self.finalize(rt, stored))
         return self.view(rt, stored)
@@ -598,14 +615,40 @@ class Operations:
     def finalize(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """Really remove an object, then let GC and the namespace controller react."""
         final = self.store.remove(rt.key, obj)
-        if rt.key == CRD_KEY:
-            self._drop_crd(obj)
-        assert self.gc is not None
-        self.gc.on_removed(final)
-        ns = obj["metadata"].get("namespace")
-        if ns:
-            self.check_namespace_done(ns)
+        self._after_removal(rt, obj, final)
         return final
+
+    def _after_removal(self, rt: ResourceType, obj: dict[str, Any], final: dict[str, Any]) -> None:
+        """The cascades of a removal: dependents, a CRD's objects, the namespace.
+
+        The removal itself is durable and is answered as done. A cascade write the
+        store refuses (a full disk) is kept for `retry_unfinished` (housekeeping), as
+        kube's garbage collector retries, instead of turning that answer into a 500.
+        """
+        try:
+            if rt.key == CRD_KEY:
+                self._drop_crd(obj)
+            assert self.gc is not None
+            self.gc.on_removed(final)
+            ns = obj["metadata"].get("namespace")
+            if ns:
+                self.check_namespace_done(ns)
+        except APIError as err:
+            if err.code != 500:
+                raise
+            uid = str(final["metadata"].get("uid") or id(final))
+            self.unfinished.pop(uid, None)
+            self.unfinished[uid] = (rt, obj, final)
+            while len(self.unfinished) > MAX_UNFINISHED:
+                self.unfinished.pop(next(iter(self.unfinished)))
+
+    def retry_unfinished(self) -> int:
+        """Run again the cascades a refused write stopped; returns how many are still due."""
+        pending, self.unfinished = self.unfinished, {}
+        for rt, obj, final in pending.values():
+            with contextlib.suppress(APIError):  # anything but a refused write: moot now
+                self._after_removal(rt, obj, final)
+        return len(self.unfinished)
 
     def _drop_crd(self, crd: dict[str, Any]) -> None:
         spec = crd.get("spec", {})

@@ -6,6 +6,11 @@ files are created readable by their owner only (0600), whatever the umask.
 
 Write-through per write in WAL mode with synchronous=NORMAL: a crash may lose the last
 transactions, never corrupt the file — the same promise an etcd-less test cluster needs.
+
+A write that fails (a full disk: ``database or disk is full``) is rolled back whole and
+raises ``sqlite3.Error`` or ``OSError``; the store then changes nothing either
+(``store.Store`` writes here before it touches memory). ``fault`` lets tests make the
+next writes fail inside the transaction, as a full disk does.
 """
 
 from __future__ import annotations
@@ -13,13 +18,15 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 Key = tuple[str, str]
+# Called inside each write transaction before it commits; raising fails the write.
+WriteFault = Callable[[], None]
 
 
 class SQLitePersister:
@@ -41,6 +48,7 @@ class SQLitePersister:
             "body BLOB, PRIMARY KEY (grp, plural, ns, name))"
         )
         self.conn.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
+        self.fault: WriteFault | None = None
 
     def save(
         self, key: Key, ns: str, name: str, obj: dict[str, Any], rv: int, raw: bytes | None = None
@@ -53,6 +61,7 @@ class SQLitePersister:
                 (key[0], key[1], ns, name, raw if raw is not None else orjson.dumps(obj)),
             )
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('rv', ?)", (str(rv),))
+            self._check_fault()
 
     def delete(self, key: Key, ns: str, name: str, rv: int) -> None:
         """Remove one object and advance the counter."""
@@ -63,6 +72,22 @@ class SQLitePersister:
                 (key[0], key[1], ns, name),
             )
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('rv', ?)", (str(rv),))
+            self._check_fault()
+
+    def probe(self, rv: int) -> None:
+        """Write the counter as it is: raises while the file cannot take a write.
+
+        Each write appends to the WAL, so this needs the same free space a real write
+        needs: it tells when a full disk has room again.
+        """
+        with self.conn:
+            self.conn.execute("BEGIN")
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('rv', ?)", (str(rv),))
+            self._check_fault()
+
+    def _check_fault(self) -> None:
+        if self.fault is not None:
+            self.fault()
 
     def rv(self) -> int:
         """The last committed resourceVersion (0 for a new file)."""

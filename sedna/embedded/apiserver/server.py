@@ -25,10 +25,11 @@ from aiohttp import web
 from loguru import logger
 
 from sedna.runtime.messaging.auth import token_valid
+from sedna.runtime.tls_buffers import limit_tls_read_buffers
 
 from .authorization import Authorizer, RestrictedTokens
 from .bodies import MAX_BODY_BYTES
-from .faults import FaultInjector
+from .faults import FaultInjector, StoreWriteFault
 from .gc import GarbageCollector
 from .handlers import DEFAULT_BOOKMARK_FREQUENCY, Handlers
 from .housekeeping import (
@@ -44,6 +45,7 @@ from .resources import CRD_KEY, Registry
 from .store import Store
 from .tls import ServerCert, ensure_pki, utc_now
 from .watch import DEFAULT_HISTORY_BYTES, WatchHub
+from .watch_limits import DEFAULT_MAX_WATCHES, DEFAULT_MAX_WATCHES_PER_CLIENT, WatchLimits
 
 T = TypeVar("T")
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -110,6 +112,8 @@ class APIServer:
         bookmark_frequency: float = DEFAULT_BOOKMARK_FREQUENCY,
         cert_check_interval: float = DEFAULT_CERT_CHECK_INTERVAL,
         cert_clock: Callable[[], datetime] | None = None,
+        max_watches: int = DEFAULT_MAX_WATCHES,
+        max_watches_per_client: int = DEFAULT_MAX_WATCHES_PER_CLIENT,
     ) -> None:
         self.host = host
         if not is_loopback(host):
@@ -147,8 +151,14 @@ class APIServer:
         self.requests = RequestRecorder(also=PROCESS_REQUESTS)
         self.registry = Registry()
         self.hub = WatchHub(history, history_bytes)
+        # open watches in all and per client (429 over them), each one's queue bound
+        self.watch_limits = WatchLimits(max_watches, max_watches_per_client)
         self.persister = SQLitePersister(db_path) if db_path is not None else None
         self.store = Store(self.hub, self.persister)
+        # a full disk, simulated below the API (tests): `store_faults.fail_writes()`
+        self.store_faults = StoreWriteFault()
+        if self.persister is not None:
+            self.persister.fault = self.store_faults
         # custom resources checked against their CRD's schema (schema_validation.py)
         self.ops = Operations(self.store, self.registry, schema_validation=schema_validation)
         self.gc = GarbageCollector(self.ops)
@@ -248,13 +258,20 @@ class APIServer:
             raise errors[0]
 
     async def _serve(self) -> None:
+        limit_tls_read_buffers()  # else 256 KiB per connection: idle watches add up
         app = web.Application(
             client_max_size=MAX_BODY_BYTES,
             handler_args={"max_field_size": 65536, "keepalive_timeout": self.idle_timeout},
         )
         app.router.add_route("*", "/{tail:.*}", Handlers(self).handle)
+        # A client that hangs up cancels its request, as kube's request context does:
+        # an idle watch would otherwise hold its slot (watch_limits) until its timeout.
         self._runner = web.AppRunner(
-            app, access_log=None, handle_signals=False, shutdown_timeout=0.5
+            app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=0.5,
+            handler_cancellation=True,
         )
         await self._runner.setup()
         site = web.TCPSite(
@@ -274,6 +291,7 @@ class APIServer:
         if self.housekeeping_interval:
             self._schedule_sweep(self.housekeeping_interval)
         self._schedule_cert_check()
+        self.store.health.attach(asyncio.get_running_loop(), self.store.probe)
 
     # ---- certificates --------------------------------------------------------------
     def _serving_context(self) -> ssl.SSLContext:
@@ -352,10 +370,16 @@ class APIServer:
         if interval > 0:
             self._schedule_sweep(min(interval, 1.0) if more else interval)
 
+    @property
+    def store_error(self) -> str | None:
+        """Why the store cannot write now (a full disk), None while it can (any thread)."""
+        return self.store.health.error
+
     async def _shutdown(self) -> None:
         if self._cert_timer is not None:
             self._cert_timer.cancel()
             self._cert_timer = None
+        self.store.health.detach()
         if self._sweep_timer is not None:
             self._sweep_timer.cancel()
             self._sweep_timer = None

@@ -6,16 +6,24 @@ and emits events; what a write *means* (defaulting, conflicts, finalizers) is de
 in ``operations``. All calls happen on the server's loop thread, so there is no lock.
 Stored dicts are never mutated after they are stored: writers replace them, which lets
 readers serialize them and watchers share them without copies.
+
+Durable first: a write goes to the persister before memory, the indexes and the watch
+feed see it. A write the persister refuses (a full disk) raises a 500 and changes
+nothing, so what a client can read is what a restart would find; kube-apiserver
+answers an etcd that cannot write the same way (500, ``etcdserver: mvcc: database space
+exceeded``). ``health`` keeps the failure for ``/readyz``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import sqlite3
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from .bodies import encode_object
 from .errors import APIError
 from .keyorder import KeyOrder, Snapshot, etcd_key, key_range, object_key
+from .store_health import StoreHealth, describe
 from .watch import Event, WatchHub
 
 Key = tuple[str, str]
@@ -31,6 +39,17 @@ class Persister(Protocol):
 
     def delete(self, key: Key, ns: str, name: str, rv: int) -> None: ...
 
+    def probe(self, rv: int) -> None: ...
+
+
+def write_failed(exc: BaseException) -> APIError:
+    """kube-apiserver's answer when its storage refuses a write: 500, nothing changed."""
+    return APIError(
+        500,
+        "InternalError",
+        f"Internal error occurred: {describe(exc)}; nothing was changed, retry later",
+    )
+
 
 class Store:
     """In-memory objects with a change feed."""
@@ -38,6 +57,7 @@ class Store:
     def __init__(self, hub: WatchHub, persister: Persister | None = None) -> None:
         self.hub = hub
         self.persister = persister
+        self.health = StoreHealth()
         self.rv = 1
         self.objects: dict[Key, dict[tuple[str, str], dict[str, Any]]] = {}
         # each resource's keys in etcd's order: lists and pages read ranges of it
@@ -100,10 +120,21 @@ class Store:
         """Resources that have (or had) objects."""
         return list(self.objects)
 
-    def next_rv(self) -> int:
-        """Advance the global counter (one per committed write)."""
-        self.rv += 1
-        return self.rv
+    def _durable(self, write: Callable[[Persister], None]) -> None:
+        """Run one persister write; a failure becomes a 500 and marks the store unhealthy."""
+        if self.persister is None:
+            return
+        try:
+            write(self.persister)
+        except (sqlite3.Error, OSError) as exc:
+            self.health.failed(describe(exc))
+            raise write_failed(exc) from None
+        self.health.succeeded()
+
+    def probe(self) -> None:
+        """A write of nothing new: raises while the persister cannot write."""
+        if self.persister is not None:
+            self.persister.probe(self.rv)
 
     def put(self, key: Key, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
         """Store a new version (ADDED if ``old`` is None, else MODIFIED) with a fresh rv."""
@@ -113,6 +144,9 @@ class Store:
         meta["resourceVersion"] = str(rv)
         try:
             raw = encode_object(obj)  # refuse what could not be served back, before storing
+            ns = meta.get("namespace", "")
+            name = meta["name"]
+            self._durable(lambda p: p.save(key, ns, name, obj, rv, raw))
         except APIError:
             if previous_rv is None:
                 meta.pop("resourceVersion", None)
@@ -120,8 +154,6 @@ class Store:
                 meta["resourceVersion"] = previous_rv
             raise
         self.rv = rv
-        ns = meta.get("namespace", "")
-        name = meta["name"]
         bucket = self.objects.setdefault(key, {})
         if (ns, name) not in bucket:
             self._order(key).add(etcd_key((ns, name)))
@@ -130,8 +162,6 @@ class Store:
         if old is not None:
             self._unindex(oid, old)
         self._index(oid, obj)
-        if self.persister is not None:
-            self.persister.save(key, ns, name, obj, rv, raw)
         self.hub.publish(Event("ADDED" if old is None else "MODIFIED", key, ns, obj, old, rv, raw))
         return obj
 
@@ -140,15 +170,15 @@ class Store:
         meta = obj["metadata"]
         ns = meta.get("namespace", "")
         name = meta["name"]
+        rv = self.rv + 1
+        self._durable(lambda p: p.delete(key, ns, name, rv))
+        self.rv = rv
         bucket = self.objects.get(key, {})
         if bucket.pop((ns, name), None) is not None:
             self._order(key).discard(etcd_key((ns, name)))
         self._unindex((key, ns, name), obj)
-        rv = self.next_rv()
         final = dict(obj)
         final["metadata"] = dict(meta, resourceVersion=str(rv))
-        if self.persister is not None:
-            self.persister.delete(key, ns, name, rv)
         self.hub.publish(Event("DELETED", key, ns, final, obj, rv))
         return final
 

@@ -92,6 +92,7 @@ from sedna.runtime.messaging.wire import (
     object_header,
 )
 from sedna.runtime.metrics import Metrics
+from sedna.runtime.tls_buffers import limit_tls_read_buffers
 from sedna.runtime.upstream import UpstreamHandler, UpstreamMessage, UpstreamRegistry
 
 _EVENTS = frozenset(("insert", "update", "delete"))
@@ -272,6 +273,8 @@ class MessageLayer:
         if self._thread is not None or self._stopped:
             raise RuntimeError("MessageLayer.start may be called once")
         ssl_ctx = server_ssl_context(self._settings.tls) if self._tls else None
+        if ssl_ctx is not None:
+            limit_tls_read_buffers()  # else 256 KiB per LC connection
         if self._auth_mode == "token":
             logger.warning(
                 "websocket.auth is token (compatibility mode): every LC shares one token, so "
@@ -370,7 +373,13 @@ class MessageLayer:
                 # One frame waits while the next is read; what all LCs together make
                 # the GM buffer is capped by the budget (websocket.maxBufferedBytes).
                 max_queue=1,
-                create_connection=metered_connection_class(self._budget, self._refused_over_budget),
+                create_connection=metered_connection_class(
+                    self._budget,
+                    self._refused_over_budget,
+                    self._limit,
+                    self._limit * _OVERSIZE_FACTOR,
+                    self._skipped_oversize,
+                ),
                 # Go's LC never negotiates permessage-deflate; keep frames as Go sends them.
                 compression=None,
                 server_header="sedna-gm",
@@ -979,6 +988,8 @@ class MessageLayer:
                         None,
                     )
                 finally:
+                    # the loop variable would keep the last message alive until the next
+                    del data
                     if metered is not None:
                         metered.message_taken()
         except ConnectionClosed:
@@ -993,6 +1004,11 @@ class MessageLayer:
             f"this connection held the most ({held} bytes) and is closed",
             None,
         )
+
+    def _skipped_oversize(self, node: str, size: int) -> None:
+        """A frame above maxFrameBytes went by unread (loop thread): refused, as if read."""
+        detail = f"frame of {size} bytes exceeds websocket.maxFrameBytes ({self._limit})"
+        self._reject(node or "-", Reason.FRAME_TOO_LARGE, detail, None)
 
     @property
     def buffered_bytes(self) -> int:
