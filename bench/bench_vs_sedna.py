@@ -252,9 +252,7 @@ def done_jobs(kubeconfig: Path, ns: str, kind: Kind, jobs: int) -> int:
             name = obj["metadata"]["labels"][kind.label]
             counts.setdefault(name, {}).setdefault(what, 0)
             counts[name][what] += 1
-    return sum(
-        1 for c in counts.values() if all(c.get(w, 0) >= n for w, n in kind.wanted.items())
-    )
+    return sum(1 for c in counts.values() if all(c.get(w, 0) >= n for w, n in kind.wanted.items()))
 
 
 # -- one round ------------------------------------------------------------------------
@@ -279,8 +277,7 @@ def one_round(gm: str, kind_key: str, jobs: int, idle_s: float, go: Path) -> dic
             out = {"idle_cpu_ms_s": idle_cpu(proc.pid, idle_s),
                    "idle_rss_mb": memory_mb(proc.pid, "VmRSS")}  # fmt: skip
             cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
-            creator = threading.Thread(
-                target=create_inputs, args=(kubeconfig, "bench", kind, jobs))
+            creator = threading.Thread(target=create_inputs, args=(kubeconfig, "bench", kind, jobs))
             creator.start()  # fmt: skip
             wait_for(
                 lambda: done_jobs(kubeconfig, "bench", kind, jobs) >= jobs,
@@ -346,7 +343,9 @@ def main() -> int:
         print(json.dumps({KINDS[key].name: {"ratio_ours_to_go": ratios}}, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"recorded in {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    print(
+        f"recorded in {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}"
+    )
     return 0
 
 
