@@ -38,6 +38,7 @@ from sedna.embedded.lc import SimulatedLC
 from sedna.embedded.manifests import ManifestError, create_if_absent, load_manifests
 from sedna.embedded.plays import default_plays
 from sedna.runtime.config import ConfigError, GMConfig
+from sedna.runtime.controller import retry_all_waiting
 from sedna.runtime.kube import (
     NAMESPACES,
     SECRETS,
@@ -343,6 +344,9 @@ class EmbeddedMode:
             return (True, "") if error is None else (False, error)
 
         health.add_readiness("embedded-store", check)
+        # Controllers back off 10 s doubling to 360 s: when the disk has room again, the
+        # jobs whose writes it refused go on at once, not after the rest of their wait.
+        server.store.health.on_recovered.append(_retry_waiting_syncs)
 
     def _gm_url(self, manager: Any) -> tuple[str, ssl.SSLContext | None]:
         ws = self._prepared.websocket if self._prepared is not None else self.config.websocket
@@ -399,3 +403,8 @@ def _first_token(path: Path) -> str | None:
     except OSError:
         return None
     return next((t.strip() for t in text.splitlines() if t.strip()), None)
+
+
+def _retry_waiting_syncs() -> None:
+    moved = retry_all_waiting()
+    logger.info("embedded: the store writes again; {} waiting sync(s) retried now", moved)

@@ -336,8 +336,13 @@ class Controller:
 
     # -- lifecycle ---------------------------------------------------------
 
+    def retry_waiting(self) -> int:
+        """Sync now every key waiting out a backoff or a delay; returns how many."""
+        return self.queue.flush_waiting()
+
     def run(self) -> None:
         """Start the worker threads and return."""
+        _LIVE.add(self)
         with self._state_lock:
             if self._started:
                 raise RuntimeError(f"controller {self.name} already started")
@@ -361,6 +366,7 @@ class Controller:
         """
         if not drain:
             self._abandon = True
+        _LIVE.discard(self)
         self.queue.shut_down()
         current = threading.current_thread()
         for thread in self._threads:
@@ -498,3 +504,12 @@ class Controller:
             return "requeue"
         self.queue.forget(key)
         return "success"
+
+
+_LIVE: weakref.WeakSet[Controller] = weakref.WeakSet()
+
+
+def retry_all_waiting() -> int:
+    """Every running controller of this process syncs now the keys waiting out a
+    backoff (`Controller.retry_waiting`); returns how many keys moved."""
+    return sum(c.retry_waiting() for c in list(_LIVE))

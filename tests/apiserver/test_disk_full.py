@@ -251,3 +251,25 @@ def test_a_cascade_the_disk_stopped_is_finished_once_it_takes_writes(
     persisted.srv.sweep()
     assert call(client, "GET", "/api/v1/namespaces/default/pods/dependent")[0] == 404
     assert persisted.srv.ops.unfinished == {}
+
+
+def test_the_stores_recovery_is_announced_once() -> None:
+    """The embedded mode retries the GM's waiting syncs when the store writes again
+    (`sedna.embedded.mode`): the listeners run once per recovery, and a failing one
+    stops neither the others nor the write."""
+    from sedna.embedded.apiserver.store_health import StoreHealth
+
+    health = StoreHealth()
+    heard: list[str] = []
+
+    def broken() -> None:
+        raise RuntimeError("a listener's bug")
+
+    health.on_recovered += [broken, lambda: heard.append("recovered")]
+    health.succeeded()
+    assert heard == []  # it never failed: nothing to announce
+    health.failed("database or disk is full")
+    assert not health.ok
+    health.succeeded()
+    health.succeeded()
+    assert health.ok and heard == ["recovered"]

@@ -17,6 +17,7 @@ from sedna.runtime.controller import (
     NoopControllerMetrics,
     PrometheusControllerMetrics,
     Result,
+    retry_all_waiting,
 )
 from sedna.runtime.workqueue import (
     ItemExponentialFailureRateLimiter,
@@ -396,3 +397,36 @@ def test_metrics_arguments(clock: FakeClock) -> None:
     assert e.queue is q
     for ctl in (a, b, c, d, e):
         ctl.stop()
+
+
+def test_keys_in_backoff_are_retried_at_once_when_their_cause_has_passed(
+    clock: FakeClock,
+) -> None:
+    """A full disk made every sync fail into a long backoff; when the store writes again,
+    `retry_all_waiting` runs them now instead of after up to 360 s."""
+    failing = threading.Event()
+    failing.set()
+
+    def flaky(key: str, attempt: int) -> Result | None:
+        if failing.is_set():
+            raise RuntimeError("the store cannot write")
+        return None
+
+    c = Recorder(flaky, workers=1, clock=clock)
+    c.run()
+    try:
+        c.enqueue("ns/a")
+        c.enqueue("ns/b")
+        assert wait_until(lambda: c.queue.num_waiting() == 2), "both in backoff"
+        assert retry_all_waiting() >= 2  # every live controller of the process
+        # the keys came back without the clock moving, and sync once each
+        assert wait_until(lambda: c.attempts("ns/a") == 2 and c.attempts("ns/b") == 2)
+        assert wait_until(lambda: c.queue.num_waiting() == 2), "failed again: back off again"
+        failing.clear()
+        assert c.retry_waiting() == 2
+        assert wait_until(lambda: c.attempts("ns/a") == 3 and c.attempts("ns/b") == 3)
+        assert c.wait_idle()
+        assert c.queue.num_waiting() == 0
+    finally:
+        c.stop()
+    assert c.retry_waiting() == 0  # a stopped controller has nothing waiting to run

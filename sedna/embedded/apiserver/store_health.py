@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from loguru import logger
+
 DEFAULT_PROBE_INTERVAL = 1.0
 
 
@@ -28,6 +30,8 @@ class StoreHealth:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._probe: Callable[[], None] | None = None
         self._timer: asyncio.TimerHandle | None = None
+        # called (on the loop thread, so quick) when writes go through again
+        self.on_recovered: list[Callable[[], None]] = []
 
     def attach(self, loop: asyncio.AbstractEventLoop, probe: Callable[[], None]) -> None:
         """Probe with ``probe`` (raises while writes fail) on ``loop`` once a write failed."""
@@ -61,6 +65,11 @@ class StoreHealth:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
+            for callback in list(self.on_recovered):
+                try:
+                    callback()
+                except Exception as exc:  # a listener's bug must not fail the write
+                    logger.opt(exception=exc).error("store recovery listener failed")
 
     def _schedule(self) -> None:
         if self._loop is None or self._timer is not None or self._loop.is_closed():

@@ -107,6 +107,18 @@ class DelayingQueue(Queue[T]):
             if self._heap[0] is entry:
                 self._wcond.notify()  # the loop's deadline is now too late
 
+    def flush_waiting(self) -> int:
+        """Add every waiting item now; returns how many. For a cause of failure that is
+        known to have passed (the API server's store writes again): keys in a long
+        backoff need not sit out the rest of it."""
+        with self._wcond:
+            items = list(self._waiting)
+            self._waiting.clear()
+            self._heap.clear()
+        for item in items:
+            self.add(item)
+        return len(items)
+
     def num_waiting(self) -> int:
         """Items waiting for their ready time (not yet in the queue)."""
         with self._wcond:
