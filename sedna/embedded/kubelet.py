@@ -294,7 +294,13 @@ class SimulatedKubelet:
             logger.info("{}/kubelet: pod {} resumed (Running)", self.node, p.key)
             self._after_running(p, already_ran=ran)
             return
-        self._set_pending(p)
+        try:
+            self._set_pending(p)
+        except Exception:
+            # the scheduler runs this admission again (a refused write): as a new pod,
+            # or the retry would find it tracked and never start it
+            self._tracked.pop(uid, None)
+            raise
         self.scheduler.call_later(self.start_seconds, lambda: self._set_running(p))
 
     def _forget(self, pod: Mapping[str, Any]) -> None:

@@ -20,6 +20,7 @@ from sedna.embedded.mode import EmbeddedMode
 from sedna.manager import Manager
 from sedna.runtime.config import GMConfig
 from sedna.runtime.kube import (
+    INCREMENTAL_LEARNING_JOBS,
     PODS,
     KubeClient,
     api_client_from_config,
@@ -134,3 +135,15 @@ def _fill_and_free(running: Running, lines: list[str]) -> None:
         timeout=60,
         what="the train pod started after the disk had room again",
     )
+    # and the job goes on: the GM records its train worker Running
+    wait_until(
+        lambda: "Train/Running" in _states(running),
+        timeout=60,
+        what="the job's Train/Running after the disk had room again",
+    )
+
+
+def _states(running: Running) -> list[str]:
+    job = running.kube.resource(INCREMENTAL_LEARNING_JOBS).get("default", JOB)
+    conds = (job.get("status") or {}).get("conditions") or []
+    return [f"{c.get('stage')}/{c.get('type')}" for c in conds]
