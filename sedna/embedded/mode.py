@@ -34,6 +34,7 @@ from sedna.embedded.kubelet import SimulatedKubelet
 from sedna.embedded.lc import SimulatedLC
 from sedna.embedded.manifests import ManifestError, create_if_absent, load_manifests
 from sedna.embedded.plays import default_plays
+from sedna.embedded.state_lock import StateDirInUse, StateLock
 from sedna.runtime.config import ConfigError, GMConfig
 from sedna.runtime.kube import (
     NAMESPACES,
@@ -72,6 +73,7 @@ class EmbeddedMode:
         self.lcs: list[SimulatedLC] = []
         self.deployments: DeploymentController | None = None
         self._prepared: GMConfig | None = None
+        self._lock: StateLock | None = None
 
     # -- before the manager --------------------------------------------------------------
 
@@ -84,6 +86,20 @@ class EmbeddedMode:
             os.chmod(self.state_dir, 0o700)  # also when an older run left it open
         except OSError as exc:
             raise ConfigError(f"embedded.stateDir: cannot create {s.stateDir}: {exc}") from None
+        try:
+            self._lock = StateLock(self.state_dir)
+        except StateDirInUse as exc:
+            raise ConfigError(f"embedded.stateDir: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"embedded.stateDir: cannot lock {s.stateDir}: {exc}") from None
+        try:
+            return self._start_server()
+        except BaseException:
+            self._release()
+            raise
+
+    def _start_server(self) -> GMConfig:
+        s = self.settings
         db = self.state_dir / STATE_DB_NAME
         server = APIServer(
             s.address,
@@ -319,6 +335,12 @@ class EmbeddedMode:
         if self.server is not None:
             self.server.stop()
             self.server = None
+        self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
 def _write_private(path: Path, text: str) -> None:
