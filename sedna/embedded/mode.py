@@ -34,6 +34,7 @@ from sedna.embedded.kubelet import SimulatedKubelet
 from sedna.embedded.lc import SimulatedLC
 from sedna.embedded.manifests import ManifestError, create_if_absent, load_manifests
 from sedna.embedded.plays import default_plays
+from sedna.embedded.pod_logs import secure_log_dir
 from sedna.embedded.state_lock import StateDirInUse, StateLock
 from sedna.runtime.config import ConfigError, GMConfig
 from sedna.runtime.kube import (
@@ -93,7 +94,11 @@ class EmbeddedMode:
         except OSError as exc:
             raise ConfigError(f"embedded.stateDir: cannot lock {s.stateDir}: {exc}") from None
         try:
+            secure_log_dir(self.state_dir / LOGS_DIR_NAME)
             return self._start_server()
+        except OSError as exc:
+            self._release()
+            raise ConfigError(f"embedded.stateDir: {exc}") from None
         except BaseException:
             self._release()
             raise
