@@ -117,6 +117,7 @@ class EmbeddedMode:
             event_ttl=s.eventTTLSeconds,
             terminated_pod_threshold=s.terminatedPodGCThreshold,
             housekeeping_interval=HOUSEKEEPING_INTERVAL,
+            body_timeout=s.requestBodyTimeoutSeconds,
         )
         try:
             server.start()

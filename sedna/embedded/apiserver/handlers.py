@@ -110,8 +110,13 @@ class Handlers:
             return await self._handle(request)
         except APIError as err:
             return _error(err)
-        except (ConnectionResetError, asyncio.CancelledError):
+        except asyncio.CancelledError:
             raise
+        except ConnectionResetError:
+            # the peer went away mid-request (a slow body cut, a reset): nothing to answer,
+            # and not worth a traceback in aiohttp's log
+            request.protocol.force_close()
+            return web.Response(status=400)
         except Exception as exc:  # a server bug must still answer with a Status
             from loguru import logger
 
@@ -549,9 +554,12 @@ async def _read_bounded(request: web.Request) -> bytes:
     if length is not None and length > bodies.MAX_BODY_BYTES:
         raise bodies.too_large(length)
     try:
-        return await request.read()
+        async with asyncio.timeout(bodies.body_timeout(request)):
+            return await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise bodies.too_large(bodies.MAX_BODY_BYTES + 1) from None
+    except TimeoutError:
+        raise bodies.cut_slow_body(request) from None
 
 
 async def _body(request: web.Request) -> Any:

@@ -23,9 +23,10 @@ import yaml
 from aiohttp import web
 from loguru import logger
 
+from sedna.runtime.log_safety import quiet_logger
 from sedna.runtime.messaging.auth import token_valid
 
-from .bodies import MAX_BODY_BYTES
+from .bodies import BODY_DEADLINE, DEFAULT_BODY_TIMEOUT, MAX_BODY_BYTES, BodyDeadline
 from .faults import FaultInjector
 from .gc import GarbageCollector
 from .handlers import Handlers
@@ -59,6 +60,8 @@ def _load_yaml(path: Path) -> list[Any]:
         _yaml_cache[key] = docs
     return docs
 
+
+HTTP_ERRORS_LOG = quiet_logger("aiohttp.sedna-gm", "embedded apiserver")
 
 # How long a connection may stay silent: before its first request's headers are
 # complete, and between requests. Watches stream, so they are not idle.
@@ -96,6 +99,7 @@ class APIServer:
         tokens: Iterable[str] | None = None,
         token_source: Callable[[], Iterable[str]] | None = None,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
         pki_dir: Path | None = None,
         event_ttl: float = DEFAULT_EVENT_TTL,
         terminated_pod_threshold: int = DEFAULT_TERMINATED_POD_THRESHOLD,
@@ -120,6 +124,8 @@ class APIServer:
         self._tokens = frozenset([self.token, *given])
         self._token_source = token_source
         self.idle_timeout = idle_timeout
+        # a request body must arrive within body_timeout in all (408 and closed, counted)
+        self.body_deadline = BodyDeadline(body_timeout)
         # where the kubelet's container logs are (`sedna.embedded.pod_logs`); None: no kubelet
         self.pod_logs = pod_logs
         self._port = port
@@ -219,8 +225,14 @@ class APIServer:
     async def _serve(self) -> None:
         app = web.Application(
             client_max_size=MAX_BODY_BYTES,
-            handler_args={"max_field_size": 65536, "keepalive_timeout": self.idle_timeout},
+            handler_args={
+                "max_field_size": 65536,
+                "keepalive_timeout": self.idle_timeout,
+                # a request aiohttp cannot parse: one counted line, no traceback
+                "logger": HTTP_ERRORS_LOG,
+            },
         )
+        app[BODY_DEADLINE] = self.body_deadline
         app.router.add_route("*", "/{tail:.*}", Handlers(self).handle)
         self._runner = web.AppRunner(
             app, access_log=None, handle_signals=False, shutdown_timeout=0.5
