@@ -48,9 +48,11 @@ if TYPE_CHECKING:
     from . import APIServer
 
 JSON_HEADERS = {"Content-Type": "application/json"}
-# Patches are applied on these threads; two keep a flood of them from taking every core.
+# Patches are applied (and large bodies decoded) on these threads; two keep a flood of
+# them from taking every core.
 _PATCH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apiserver-patch")
 _PATCH_ATTEMPTS = 5
+_PARSE_OFF_LOOP_BYTES = 256 * 1024
 _METHOD_VERB = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -579,6 +581,11 @@ async def _body(request: web.Request) -> Any:
         # kubectl's imperative `create` of built-in kinds; other kinds get a 415 from there.
         return bodies.check_depth(protobuf.decode(raw))
     try:
+        if len(raw) > _PARSE_OFF_LOOP_BYTES:
+            # decoding and the depth walk of MBs take tens of ms: off the loop as well
+            return await asyncio.get_running_loop().run_in_executor(
+                _PATCH_POOL, bodies.load_json, raw
+            )
         return bodies.load_json(raw)
     except orjson.JSONDecodeError:
         if "yaml" in ctype:
