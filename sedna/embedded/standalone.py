@@ -43,6 +43,7 @@ def serve(
     lock: StateLock | None = None
     if state_dir is not None:
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(state_dir, 0o700)  # also when an older run left it open
         lock = StateLock(state_dir)  # StateDirInUse when another process runs on it
         db = state_dir / STATE_DB_NAME
     try:
