@@ -9,6 +9,7 @@ after the fact with another answer).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -197,3 +198,87 @@ def test_a_patch_too_expensive_to_apply_is_refused() -> None:
             {"env": []}, {"env": [{"name": str(i)} for i in range(100)]}, PatchBudget(work=50)
         )
     assert err.value.code == 422 and "too expensive" in err.value.message
+
+
+def test_other_requests_are_served_while_a_patch_is_applied(
+    client: kubernetes.client.ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The patch is applied off the server's loop: a request that comes meanwhile is
+    answered before the patch is done (on the loop it would wait for it)."""
+    from sedna.embedded.apiserver import handlers
+
+    path = _fresh(client, CM, {"metadata": {"name": "held"}, "data": {"a": "x"}})
+    entered, release = threading.Event(), threading.Event()
+    real = handlers.apply_patch
+
+    def held(ctype: str, doc: Any, patch: Any) -> Any:
+        entered.set()
+        assert release.wait(30)
+        return real(ctype, doc, patch)
+
+    monkeypatch.setattr(handlers, "apply_patch", held)
+    answers: list[int] = []
+    patcher = threading.Thread(
+        target=lambda: answers.append(
+            _patch(client, path, {"data": {"a": "y"}}, "application/merge-patch+json")[0]
+        )
+    )
+    patcher.start()
+    try:
+        assert entered.wait(30)
+        other = kubernetes.client.ApiClient(client.configuration)
+        other.set_default_header("Authorization", client.default_headers["Authorization"])
+        try:
+            status, obj = call(other, "GET", path)  # while the patch is held
+        finally:
+            other.close()
+        assert status == 200 and obj["data"] == {"a": "x"}
+    finally:
+        release.set()
+        patcher.join(30)
+    assert answers == [200]
+    assert call(client, "GET", path)[1]["data"] == {"a": "y"}
+
+
+def test_a_write_while_a_patch_is_applied_is_kept(
+    client: kubernetes.client.ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A patch applied to an object that changed meanwhile is applied again to the
+    new one, as kube-apiserver does: the other write is not lost."""
+    from sedna.embedded.apiserver import handlers
+
+    path = _fresh(client, CM, {"metadata": {"name": "raced"}, "data": {"a": "x"}})
+    entered, release = threading.Event(), threading.Event()
+    real = handlers.apply_patch
+    calls: list[int] = []
+
+    def held(ctype: str, doc: Any, patch: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            entered.set()
+            assert release.wait(30)
+        return real(ctype, doc, patch)
+
+    monkeypatch.setattr(handlers, "apply_patch", held)
+    answers: list[int] = []
+    patcher = threading.Thread(
+        target=lambda: answers.append(
+            _patch(client, path, {"data": {"a": "y"}}, "application/merge-patch+json")[0]
+        )
+    )
+    patcher.start()
+    try:
+        assert entered.wait(30)
+        other = kubernetes.client.ApiClient(client.configuration)
+        other.set_default_header("Authorization", client.default_headers["Authorization"])
+        try:
+            _, current = call(other, "GET", path)
+            current["data"]["b"] = "z"
+            assert call(other, "PUT", path, current)[0] == 200
+        finally:
+            other.close()
+    finally:
+        release.set()
+        patcher.join(30)
+    assert answers == [200] and len(calls) == 2
+    assert call(client, "GET", path)[1]["data"] == {"a": "y", "b": "z"}
