@@ -16,6 +16,8 @@ from urllib.parse import unquote
 import orjson
 from aiohttp import web
 
+from sedna.runtime.log_safety import clip
+
 from . import (
     bodies,
     discovery,
@@ -123,7 +125,9 @@ class Handlers:
             from loguru import logger
 
             logger.exception(
-                "embedded apiserver: internal error on {} {}", request.method, request.path
+                "embedded apiserver: internal error on {} {}",
+                clip(request.method),
+                clip(request.path, 200),
             )
             return _error(APIError(500, "InternalError", f"Internal error occurred: {exc!r}"))
 
