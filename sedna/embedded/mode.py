@@ -129,8 +129,8 @@ class EmbeddedMode:
             ) from None
         self.server = server
         # A kubeconfig left by the last run names a server that is not up yet. Removed only
-        # once this server listens: a second GM started on the same stateDir fails on the
-        # port above and must leave the running GM's kubeconfig alone.
+        # once this server listens (and holds the state lock): a GM that fails on the lock
+        # or the port must leave the running GM's kubeconfig alone.
         with contextlib.suppress(FileNotFoundError):
             self.kubeconfig.unlink()
         try:
