@@ -144,3 +144,22 @@ def test_clip_keeps_peer_strings_short_and_on_one_line() -> None:
     assert len(long) < PEER_TEXT_LIMIT + 20
     assert clip("a\nFAKE LINE\r\x1b[31m") == "a\\nFAKE LINE\\r\\x1b[31m"
     assert clip(12345, 3) == "123...(+2 chars)"
+
+
+def test_a_node_name_longer_than_a_kubernetes_name_is_refused(
+    make_layer: LayerFactory, metrics: Metrics, logged: list[int]
+) -> None:
+    layer = make_layer(auth="token", token_provider=lambda: ["the-token"])
+    before = sum(logged)
+    for i in range(200):
+        name = b"%03d" % i + b"n" * 4000
+        status = _status_of(layer.port, _upgrade(name, b"the-token"))
+        assert status == b"HTTP/1.1 400 Bad Request"
+    wait_until(
+        lambda: sample(metrics, "lc_messages_rejected_total", reason="invalid_name") == 200,
+        what="every refusal counted",
+    )
+    assert sum(logged) - before < 4 * 1024
+    assert layer.connected_nodes() == []
+    ok = _status_of(layer.port, _upgrade(b"n" * MAX_NAME_LENGTH, b"the-token"))
+    assert ok == b"HTTP/1.1 101 Switching Protocols"

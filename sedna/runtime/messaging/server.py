@@ -80,6 +80,7 @@ from sedna.runtime.messaging.routes import PendingReports, RouteTable, key_of
 from sedna.runtime.messaging.upstream import DEFAULT_BACKLOG, Dispatch, UpstreamDispatcher
 from sedna.runtime.messaging.wire import (
     CREDENTIAL_ANNOTATION,
+    MAX_NAME_LENGTH,
     FrameError,
     Header,
     Reason,
@@ -720,6 +721,14 @@ class MessageLayer:
                 "", Reason.MISSING_NODE_NAME, f"refused LC connection from {peer}: no Node-Name"
             )
             return connection.respond(HTTPStatus.BAD_REQUEST, "missing Node-Name header\n")
+        if len(node) > MAX_NAME_LENGTH:  # a Node's name is a Kubernetes name
+            return self._refuse(
+                connection,
+                node,
+                Reason.INVALID_NAME,
+                HTTPStatus.BAD_REQUEST,
+                f"Node-Name is {len(node)} characters long, over {MAX_NAME_LENGTH}",
+            )
         if self._settings.nodeAddressBinding:
             peer_ip = peer[0] if isinstance(peer, tuple) and peer else ""
             addresses = await asyncio.get_running_loop().run_in_executor(
