@@ -254,6 +254,7 @@ def _apiserver(args: argparse.Namespace) -> int:
 
     from sedna.embedded.manifests import ManifestError
     from sedna.embedded.standalone import ListenError, serve
+    from sedna.embedded.state_lock import StateDirInUse
 
     try:
         loopback = ipaddress.ip_address(args.address).is_loopback
@@ -283,6 +284,8 @@ def _apiserver(args: argparse.Namespace) -> int:
         return _fail(f"apiserver: --apply: {exc}")
     except ListenError as exc:
         return _fail(f"apiserver: cannot listen on {args.address}:{args.port}: {exc}")
+    except StateDirInUse as exc:
+        return _fail(f"apiserver: --state-dir: {exc}")
     except OSError as exc:  # --state-dir or --kubeconfig that cannot be written
         return _fail(f"apiserver: {exc}")
     return 0

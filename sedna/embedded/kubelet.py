@@ -37,7 +37,14 @@ from typing import Any
 
 from loguru import logger
 
-from sedna.embedded.pod_logs import append_line, container_names, log_path, remove_pod_logs
+from sedna.embedded.pod_logs import (
+    append_line,
+    container_names,
+    ensure_log_dir,
+    log_path,
+    open_log,
+    remove_pod_logs,
+)
 from sedna.embedded.scheduler import Scheduler
 from sedna.runtime.clock import Clock, RealClock
 from sedna.runtime.kube import NODES, PODS, ApiError, KubeClient, NotFound
@@ -47,6 +54,9 @@ WORKER_TYPE_SUFFIX = "/worker-type"
 NODE_IP = "127.0.0.1"
 # Time between the worker's report to its LC and the pod's exit.
 REPORT_LEAD_SECONDS = 0.5
+# A failed status write is retried after 0.2 s, doubling to 5 s, 8 tries in all (~16 s).
+WRITE_RETRY_SECONDS = 0.2
+WRITE_RETRY_MAX_SECONDS = 10.0  # a real kubelet's status sync period
 
 WorkerFinished = Callable[[Mapping[str, Any]], None]
 
@@ -100,6 +110,7 @@ class _Pod:
     started_at: str = ""
     done: bool = False
     log: Any = field(default=None, repr=False)
+    writes: int = 0  # status writes begun: a retry of an older one is dropped
 
     @property
     def key(self) -> str:
@@ -346,20 +357,62 @@ class SimulatedKubelet:
                 return
         logger.info("{}/kubelet: bound pod {}/{} to this node", self.node, ns, name)
 
-    def _write_status(self, p: _Pod, status: dict[str, Any]) -> bool:
+    def _write_status(
+        self, p: _Pod, status: dict[str, Any], then: Callable[[], None] | None = None
+    ) -> None:
+        """Write the pod's status, then run `then`; a failed write is retried.
+
+        A kubelet stopped for a while (SIGSTOP, a laptop's sleep) comes back to pooled
+        connections the server has closed: the first write after fails on the stale
+        connection; a full disk under the embedded store refuses writes for as long as it
+        lasts. It is retried with backoff (`WRITE_RETRY_SECONDS` doubling to
+        `WRITE_RETRY_MAX_SECONDS`, then at that pace until it lands), as a real kubelet's
+        status manager syncs again, so the pod goes on; a newer write for the pod
+        supersedes a pending retry, so an old status never lands after a newer one.
+        """
+        p.writes += 1
+        self._attempt_write(p, status, then, p.writes, 1)
+
+    def _attempt_write(
+        self,
+        p: _Pod,
+        status: dict[str, Any],
+        then: Callable[[], None] | None,
+        seq: int,
+        attempt: int,
+    ) -> None:
+        if seq != p.writes:
+            return  # superseded by a newer status
         if p.done and status.get("phase") not in ("Succeeded", "Failed"):
-            return False
+            return
         if p.uid not in self._tracked:
-            return False
+            return
         try:
             self.pods.patch(p.namespace, p.name, {"status": status}, subresource="status")
         except NotFound:
             self._tracked.pop(p.uid, None)
             p.done = True
             self._kill(p)
-            return False
+            return
+        except ApiError as exc:
+            if not _retryable(exc):
+                logger.warning(
+                    "{}/kubelet: pod {} status {} not written after {} attempt(s): {}",
+                    self.node, p.key, status.get("phase"), attempt, exc,
+                )  # fmt: skip
+                return
+            delay = min(WRITE_RETRY_SECONDS * 2 ** min(attempt - 1, 16), WRITE_RETRY_MAX_SECONDS)
+            logger.info(
+                "{}/kubelet: pod {} status write failed ({}); retrying in {:g} s",
+                self.node, p.key, exc.reason, delay,
+            )  # fmt: skip
+            self.scheduler.call_later(
+                delay, lambda: self._attempt_write(p, status, then, seq, attempt + 1)
+            )
+            return
         p.phase = str(status.get("phase") or p.phase)
-        return True
+        if then is not None:
+            then()
 
     def _containers(self, p: _Pod) -> list[dict[str, Any]]:
         return list((p.obj.get("spec") or {}).get("containers") or [])
@@ -391,8 +444,9 @@ class SimulatedKubelet:
                 for c in self._containers(p)
             ],
         }
-        if self._write_status(p, status):
-            logger.info("{}/kubelet: pod {} Pending", self.node, p.key)
+        self._write_status(
+            p, status, lambda: logger.info("{}/kubelet: pod {} Pending", self.node, p.key)
+        )
 
     def _running_status(self, p: _Pod, now: str) -> dict[str, Any]:
         status: dict[str, Any] = {
@@ -433,10 +487,12 @@ class SimulatedKubelet:
                     f"{c.get('image', '(none)')} is not run (annotation "
                     f'{SIMULATE_RUN_ANNOTATION}="true" runs its command)',
                 )
-        if not self._write_status(p, self._running_status(p, _timestamp(self.clock))):
-            return
-        logger.info("{}/kubelet: pod {} Running", self.node, p.key)
-        self._after_running(p)
+
+        def running() -> None:
+            logger.info("{}/kubelet: pod {} Running", self.node, p.key)
+            self._after_running(p)
+
+        self._write_status(p, self._running_status(p, _timestamp(self.clock)), running)
 
     def _after_running(self, p: _Pod, already_ran: float = 0.0) -> None:
         """Start the command, or time the simulated run (minus what ran before a restart).
@@ -512,7 +568,8 @@ class SimulatedKubelet:
         if not ok:
             status["reason"] = "Error"
             status["message"] = message or f"container exited with code {exit_code}"
-        if self._write_status(p, status):
+
+        def finished() -> None:
             p.done = True
             logger.info(
                 "{}/kubelet: pod {} {}{}",
@@ -521,6 +578,8 @@ class SimulatedKubelet:
                 phase,
                 "" if ok else f" (exit code {exit_code})",
             )
+
+        self._write_status(p, status, finished)
 
     # -- real processes (opt-in) -----------------------------------------------------
 
@@ -540,13 +599,13 @@ class SimulatedKubelet:
                 env[str(e["name"])] = str(e["value"])
         out: Any = subprocess.DEVNULL
         if self.log_dir is not None:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
             try:
+                ensure_log_dir(self.log_dir)
                 path = log_path(self.log_dir, p.namespace, p.name, str(c.get("name")))
-            except ValueError as exc:
+                out = open(open_log(path), "ab")  # noqa: SIM115
+            except (ValueError, OSError) as exc:
                 self._finish(p, 127, str(exc))
                 return
-            out = open(path, "ab")  # noqa: SIM115
             p.log = out
         try:
             proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -590,8 +649,9 @@ class SimulatedKubelet:
     def _restart(self, p: _Pod) -> None:
         if p.done or p.uid not in self._tracked:
             return
-        if self._write_status(p, self._running_status(p, _timestamp(self.clock))):
-            self._spawn(p)
+        self._write_status(
+            p, self._running_status(p, _timestamp(self.clock)), lambda: self._spawn(p)
+        )
 
     def _kill(self, p: _Pod) -> None:
         proc, p.process = p.process, None
@@ -609,6 +669,11 @@ class SimulatedKubelet:
             with contextlib.suppress(OSError):
                 p.log.close()
             p.log = None
+
+
+def _retryable(exc: ApiError) -> bool:
+    """A lost connection (status 0), throttling or a server error: worth another try."""
+    return exc.status == 0 or exc.status == 429 or exc.status >= 500
 
 
 def _running_since(status: Mapping[str, Any]) -> str:

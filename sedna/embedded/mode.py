@@ -37,6 +37,8 @@ from sedna.embedded.kubelet import SimulatedKubelet
 from sedna.embedded.lc import SimulatedLC
 from sedna.embedded.manifests import ManifestError, create_if_absent, load_manifests
 from sedna.embedded.plays import default_plays
+from sedna.embedded.pod_logs import secure_log_dir
+from sedna.embedded.state_lock import StateDirInUse, StateLock
 from sedna.runtime.config import ConfigError, GMConfig
 from sedna.runtime.controller import retry_all_waiting
 from sedna.runtime.kube import (
@@ -80,6 +82,7 @@ class EmbeddedMode:
         self.lcs: list[SimulatedLC] = []
         self.deployments: DeploymentController | None = None
         self._prepared: GMConfig | None = None
+        self._lock: StateLock | None = None
 
     # -- before the manager --------------------------------------------------------------
 
@@ -92,6 +95,24 @@ class EmbeddedMode:
             os.chmod(self.state_dir, 0o700)  # also when an older run left it open
         except OSError as exc:
             raise ConfigError(f"embedded.stateDir: cannot create {s.stateDir}: {exc}") from None
+        try:
+            self._lock = StateLock(self.state_dir)
+        except StateDirInUse as exc:
+            raise ConfigError(f"embedded.stateDir: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"embedded.stateDir: cannot lock {s.stateDir}: {exc}") from None
+        try:
+            secure_log_dir(self.state_dir / LOGS_DIR_NAME)
+            return self._start_server()
+        except OSError as exc:
+            self._release()
+            raise ConfigError(f"embedded.stateDir: {exc}") from None
+        except BaseException:
+            self._release()
+            raise
+
+    def _start_server(self) -> GMConfig:
+        s = self.settings
         db = self.state_dir / STATE_DB_NAME
         server = APIServer(
             s.address,
@@ -107,6 +128,7 @@ class EmbeddedMode:
             cert_clock=self._cert_clock,
             max_watches=s.maxWatches,
             max_watches_per_client=s.maxWatchesPerClient,
+            body_timeout=s.requestBodyTimeoutSeconds,
         )
         try:
             server.start()
@@ -119,8 +141,8 @@ class EmbeddedMode:
         self.server = server
         server.on_ca_renewed(lambda _cert: self._rewrite_kubeconfig())
         # A kubeconfig left by the last run names a server that is not up yet. Removed only
-        # once this server listens: a second GM started on the same stateDir fails on the
-        # port above and must leave the running GM's kubeconfig alone.
+        # once this server listens (and holds the state lock): a GM that fails on the lock
+        # or the port must leave the running GM's kubeconfig alone.
         with contextlib.suppress(FileNotFoundError):
             self.kubeconfig.unlink()
         try:
@@ -388,6 +410,12 @@ class EmbeddedMode:
         if self.server is not None:
             self.server.stop()
             self.server = None
+        self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
 def _write_private(path: Path, text: str) -> None:

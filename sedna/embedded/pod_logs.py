@@ -8,12 +8,14 @@ never hold "_", so the name cannot be ambiguous. A deleted pod's files go with i
 kubelet removes a deleted pod's container logs (`remove_pod_logs`). The API server
 refuses other container names; `log_path` refuses any name with "/" or ".." (or
 empty) too, so an object that got past it, say from an older state directory, cannot
-point outside the directory.
+point outside the directory. Logs are as private as the state directory they live in
+(the directory 0700, every file 0600): a container's output may hold anything.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,12 +30,39 @@ def log_path(log_dir: Path, namespace: str, pod: str, container: str) -> Path:
     return log_dir / f"{namespace}_{pod}_{container}.log"
 
 
+def ensure_log_dir(log_dir: Path) -> None:
+    """Create the log directory owner-only, and close one an older version left open."""
+    log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if log_dir.stat().st_mode & 0o077:
+        os.chmod(log_dir, 0o700)
+
+
+def secure_log_dir(log_dir: Path) -> None:
+    """`ensure_log_dir`, and every log file in it made owner-only (older versions made
+    them 0644); run once at start."""
+    ensure_log_dir(log_dir)
+    with os.scandir(log_dir) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.is_file(follow_symlinks=False) and entry.stat().st_mode & 0o077:
+                    os.chmod(entry.path, 0o600)
+
+
+def open_log(path: Path) -> int:
+    """A descriptor appending to a log file that is owner-only from its first byte."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, 0o600)  # a file an older version created 0644
+    return fd
+
+
 def append_line(log_dir: Path, namespace: str, pod: str, container: str, text: str) -> None:
     """Add a line to a container's log; a log that cannot be written is not worth a
     failed pod (the kubelet goes on, as a real one does when its disk is full)."""
     with contextlib.suppress(OSError, ValueError):
-        log_dir.mkdir(parents=True, exist_ok=True)
-        with open(log_path(log_dir, namespace, pod, container), "a", encoding="utf-8") as f:
+        ensure_log_dir(log_dir)
+        fd = open_log(log_path(log_dir, namespace, pod, container))
+        with open(fd, "a", encoding="utf-8") as f:
             f.write(text.rstrip("\n") + "\n")
 
 

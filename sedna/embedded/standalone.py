@@ -17,6 +17,7 @@ from sedna.embedded.apiserver import APIServer
 from sedna.embedded.apiserver.housekeeping import DEFAULT_INTERVAL as HOUSEKEEPING_INTERVAL
 from sedna.embedded.crds import crd_manifests
 from sedna.embedded.manifests import create_if_absent, load_manifests
+from sedna.embedded.state_lock import StateLock
 from sedna.runtime.kube import KubeClient, api_client_from_config
 
 STATE_DB_NAME = "state.db"
@@ -39,9 +40,28 @@ def serve(
 ) -> None:
     """Run the server until `stop` is set; `announce` gets the one line saying where."""
     db: Path | None = None
+    lock: StateLock | None = None
     if state_dir is not None:
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(state_dir, 0o700)  # also when an older run left it open
+        lock = StateLock(state_dir)  # StateDirInUse when another process runs on it
         db = state_dir / STATE_DB_NAME
+    try:
+        _serve(address, port, kubeconfig, db, apply, stop, announce)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _serve(
+    address: str,
+    port: int,
+    kubeconfig: Path,
+    db: Path | None,
+    apply: Sequence[str],
+    stop: threading.Event,
+    announce: Callable[[str], None],
+) -> None:
     # kube-apiserver's Event TTL and PodGC, as in embedded mode (`housekeeping.py`)
     server = APIServer(address, port, db_path=db, housekeeping_interval=HOUSEKEEPING_INTERVAL)
     try:

@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "build_context": "sedna.runtime.host",
     "validate_feature_options": "sedna.runtime.host",
     "configure_logging": "sedna.runtime.logging",
+    "clip": "sedna.runtime.log_safety",
     # config
     "GMConfig": "sedna.runtime.config",
     "ConfigError": "sedna.runtime.config",
@@ -404,6 +405,7 @@ __all__ = [
     "build_context",
     "check_pod_template",
     "checked_template",
+    "clip",
     "cond_data",
     "cond_data_from",
     "condition_fingerprint",
@@ -572,6 +574,9 @@ if TYPE_CHECKING:
     )
     from sedna.runtime.leader import (
         LeaderElector,
+    )
+    from sedna.runtime.log_safety import (
+        clip,
     )
     from sedna.runtime.logging import (
         configure_logging,

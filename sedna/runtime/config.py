@@ -68,6 +68,9 @@ class WebsocketConfig(_Section):
     writeTimeoutSeconds: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     # the websocket upgrade must be done within this (slow or silent handshakes are cut)
     handshakeTimeoutSeconds: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    # the GM pings every LC this often and cuts one whose pong takes longer than this: a
+    # frame trickled in (the pong waits behind it) or a silent peer is cut within twice this
+    readTimeoutSeconds: float = Field(default=20.0, gt=0, allow_inf_nan=False)
     # the longest the message layer holds a shutdown (SIGTERM), slow peers included
     shutdownGraceSeconds: float = Field(default=5.0, gt=0, allow_inf_nan=False)
     # connected LCs at most (what they may make the GM buffer is maxBufferedBytes)
@@ -228,6 +231,8 @@ class EmbeddedConfig(_Section):
     # address); over either a new watch gets 429 with Retry-After
     maxWatches: int = Field(default=4096, gt=0)
     maxWatchesPerClient: int = Field(default=1024, gt=0)
+    # a request body must arrive within this in all (a slower one is answered 408, closed)
+    requestBodyTimeoutSeconds: float = Field(default=30.0, gt=0, allow_inf_nan=False)
 
 
 class FeatureConfig(BaseModel):

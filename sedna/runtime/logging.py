@@ -35,8 +35,17 @@ def redact(text: str) -> str:
     return _BEARER.sub(r"\1 <redacted>", text)
 
 
+# The longest message a line carries: a last bound for whatever a peer put into one
+# that no `log_safety.clip` caught; the rest is cut off and said so.
+MAX_MESSAGE_CHARS = 4096
+
+
 def _redact_record(record: Any) -> None:
-    record["message"] = redact(record["message"])
+    message = record["message"]
+    if len(message) > MAX_MESSAGE_CHARS:
+        cut = len(message) - MAX_MESSAGE_CHARS
+        message = f"{message[:MAX_MESSAGE_CHARS]}...(+{cut} chars)"
+    record["message"] = redact(message)
 
 
 class InterceptHandler(logging.Handler):

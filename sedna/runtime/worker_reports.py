@@ -23,6 +23,8 @@ from sedna.runtime.context import ControllerContext
 from sedna.runtime.informers import SharedInformer
 from sedna.runtime.kube import ApiError, NotFound, Resource
 from sedna.runtime.kube.status import is_transient, update_status_with_retry
+from sedna.runtime.log_safety import clip
+from sedna.runtime.messaging.log_limit import LogLimiter
 from sedna.runtime.upstream import UpstreamMessage, in_report
 from sedna.runtime.workers.helpers import convert_map_to_metrics
 from sedna.runtime.workers.labels import generate_labels, job_ref
@@ -197,12 +199,32 @@ class WorkerReports:
         self.api = ctx.kube.resource(resource)
         # the node is authorized here, by the pods bound to it (`worker_on_node`)
         ctx.upstream.register(resource.kind, self.handle, node_checked=True)
+        # ignored or invalid reports: at most 10 lines a minute per kind of line over all
+        # nodes, so a node that floods them (or names it made up) costs a few lines
+        self._log = LogLimiter(burst=10, window=60.0)
+
+    def _warn(self, what: str, text: str, *args: Any) -> None:
+        admitted, suppressed = self._log.admit("(reports)", what)
+        if suppressed:
+            logger.warning(
+                "{} more {} report(s) ignored ({}) in the last minute",
+                suppressed,
+                self.resource.kind,
+                what,
+            )
+        if admitted:
+            logger.warning(text, *args)
 
     def handle(self, msg: UpstreamMessage) -> None:
         kind = self.resource.kind
-        where = f"report from node {msg.node_name} for {kind} {msg.namespace}/{msg.name}"
+        where = (
+            f"report from node {clip(msg.node_name)} for {kind} "
+            f"{clip(msg.namespace)}/{clip(msg.name)}"
+        )
         if msg.operation != "status":
-            logger.warning("{}: operation {!r} ignored (only status)", where, msg.operation)
+            self._warn(
+                "operation", "{}: operation {!r} ignored (only status)", where, clip(msg.operation)
+            )
             return
         try:
             cached = self.owners.get_or_read(msg.namespace, msg.name)
@@ -212,12 +234,14 @@ class WorkerReports:
             logger.error("{}: cannot read it: {}", where, exc)
             return
         if cached is None:
-            logger.warning("{}: no such object, report ignored", where)
+            self._warn("no_object", "{}: no such object, report ignored", where)
             return
         owner = {**cached, "kind": kind, "apiVersion": self.resource.api_version}
         pods = self.pods.lister.list(msg.namespace, generate_labels(job_ref(owner)))
         if not worker_on_node(owner, pods, msg.node_name):
-            logger.warning("{}: none of its workers runs on that node, report ignored", where)
+            self._warn(
+                "not_on_node", "{}: none of its workers runs on that node, report ignored", where
+            )
             return
         try:
             report = parse_owner_info_report(msg.content)
@@ -253,9 +277,12 @@ class WorkerReports:
     def _invalid(
         self, owner: Mapping[str, Any], where: str, node: str, exc: WorkerReportError
     ) -> None:
-        logger.warning("{}: invalid report: {}: {}", where, exc.field, exc.reason)
+        self._warn(
+            "invalid", "{}: invalid report: {}: {}", where, clip(exc.field), clip(exc.reason, 200)
+        )
         self.ctx.events.warning(
             owner,
             REASON_INVALID_REPORT,
-            f"LC on node {node} sent an invalid report: {exc.field}: {exc.reason}",
+            f"LC on node {clip(node)} sent an invalid report: {clip(exc.field)}: "
+            f"{clip(exc.reason, 200)}",
         )

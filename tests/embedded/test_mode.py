@@ -127,15 +127,15 @@ def test_busy_port_is_a_config_error(state: Path) -> None:
             EmbeddedMode(_config(state, port=port)).prepare()
 
 
-def test_a_second_gm_on_a_busy_port_leaves_the_running_kubeconfig(state: Path) -> None:
-    """`sedna-gm --config config/gm.yaml` started twice: the second stops on the port, and
-    `kubectl` of the first must still find its kubeconfig."""
+def test_a_second_gm_on_the_same_state_leaves_the_running_kubeconfig(state: Path) -> None:
+    """`sedna-gm --config config/gm.yaml` started twice: the second stops on the state
+    directory's lock, and `kubectl` of the first must still find its kubeconfig."""
     running = EmbeddedMode(_config(state))
     config = running.prepare()
     try:
         assert running.server is not None
         second = EmbeddedMode(_config(state, port=running.server.port))
-        with pytest.raises(ConfigError, match=r"embedded.port: cannot listen"):
+        with pytest.raises(ConfigError, match=r"embedded.stateDir: .* in use by another process"):
             second.prepare()
         with _kube(config) as kube:  # the running server, through its kubeconfig
             names = {m["metadata"]["name"] for m in kube.resource(MODELS).list("default")["items"]}

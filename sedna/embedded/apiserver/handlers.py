@@ -9,11 +9,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import orjson
 from aiohttp import web
+
+from sedna.runtime.log_safety import clip
 
 from . import (
     bodies,
@@ -39,9 +42,7 @@ from .patches import (
     JSON_PATCH,
     MERGE_PATCH,
     STRATEGIC_PATCH,
-    json_patch,
-    merge_patch,
-    strategic_merge,
+    apply_patch,
 )
 from .resources import CRD_KEY, POD_KEY, ResourceType
 from .selectors import combine, parse_field_selector, parse_label_selector
@@ -58,6 +59,11 @@ JSON_HEADERS = {"Content-Type": "application/json"}
 # kube's cacher: bookmarks about once a minute, and this long before a watch's deadline
 DEFAULT_BOOKMARK_FREQUENCY = 60.0
 PRE_TIMEOUT_BOOKMARK = 2.0
+# Patches are applied (and large bodies decoded) on these threads; two keep a flood of
+# them from taking every core.
+_PATCH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apiserver-patch")
+_PATCH_ATTEMPTS = 5
+_PARSE_OFF_LOOP_BYTES = 256 * 1024
 _METHOD_VERB = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -120,13 +126,20 @@ class Handlers:
             return await self._handle(request)
         except APIError as err:
             return _error(err)
-        except (ConnectionResetError, asyncio.CancelledError):
+        except asyncio.CancelledError:
             raise
+        except ConnectionResetError:
+            # the peer went away mid-request (a slow body cut, a reset): nothing to answer,
+            # and not worth a traceback in aiohttp's log
+            request.protocol.force_close()
+            return web.Response(status=400)
         except Exception as exc:  # a server bug must still answer with a Status
             from loguru import logger
 
             logger.exception(
-                "embedded apiserver: internal error on {} {}", request.method, request.path
+                "embedded apiserver: internal error on {} {}",
+                clip(request.method),
+                clip(request.path, 200),
             )
             return _error(APIError(500, "InternalError", f"Internal error occurred: {exc!r}"))
 
@@ -378,17 +391,17 @@ class Handlers:
                 f"{', '.join(accepted)}",
             )
         patch = await _body(request)
-        old = self.ops._current(rt, ns, name)
-        doc = self.ops.view(rt, old)
-        if ctype == JSON_PATCH:
-            new = json_patch(doc, patch)
+        # Applied off the loop (bounded work, see patch_budget), so other requests go on;
+        # a write to the object meanwhile means applying it again to that, as kube does.
+        loop = asyncio.get_running_loop()
+        for _ in range(_PATCH_ATTEMPTS):
+            old = self.ops._current(rt, ns, name)
+            doc = self.ops.view(rt, old)
+            new = await loop.run_in_executor(_PATCH_POOL, apply_patch, ctype, doc, patch)
+            if self.ops._current(rt, ns, name) is old:
+                break
         else:
-            if not isinstance(patch, dict):
-                raise errors.bad_request("patch body must be a JSON object")
-            import copy
-
-            base = copy.deepcopy(doc)
-            new = merge_patch(base, patch) if ctype == MERGE_PATCH else strategic_merge(base, patch)
+            raise errors.conflict(rt.plural, name, rt.group)
         if not isinstance(new, dict):
             raise errors.bad_request("the patch did not produce an object")
         meta = new.get("metadata")
@@ -613,9 +626,12 @@ async def _read_bounded(request: web.Request) -> bytes:
     if length is not None and length > bodies.MAX_BODY_BYTES:
         raise bodies.too_large(length)
     try:
-        return await request.read()
+        async with asyncio.timeout(bodies.body_timeout(request)):
+            return await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise bodies.too_large(bodies.MAX_BODY_BYTES + 1) from None
+    except TimeoutError:
+        raise bodies.cut_slow_body(request) from None
 
 
 async def _body(request: web.Request) -> Any:
@@ -635,6 +651,11 @@ async def _body(request: web.Request) -> Any:
         # kubectl's imperative `create` of built-in kinds; other kinds get a 415 from there.
         return bodies.check_depth(protobuf.decode(raw))
     try:
+        if len(raw) > _PARSE_OFF_LOOP_BYTES:
+            # decoding and the depth walk of MBs take tens of ms: off the loop as well
+            return await asyncio.get_running_loop().run_in_executor(
+                _PATCH_POOL, bodies.load_json, raw
+            )
         return bodies.load_json(raw)
     except orjson.JSONDecodeError:
         if "yaml" in ctype:

@@ -10,10 +10,13 @@
 
 from __future__ import annotations
 
-import copy
+from collections import deque
 from typing import Any
 
+import orjson
+
 from .errors import APIError, bad_request
+from .patch_budget import MAX_JSON_PATCH_OPS, PatchBudget, clone, too_many_ops
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -41,16 +44,23 @@ MERGE_KEYS: dict[str, str] = {
 SET_LISTS = {"finalizers"}
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge recursively, null deletes, anything else replaces."""
+def merge_patch(target: Any, patch: Any, budget: PatchBudget | None = None) -> Any:
+    """RFC 7386: objects merge recursively, null deletes, anything else replaces.
+
+    Values are taken from ``patch`` itself (the caller owns it): the result nests no
+    deeper and weighs no more than target and patch together, and costs one step per
+    key of the patch.
+    """
+    budget = budget or PatchBudget()
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return patch
+    budget.charge(1 + len(patch))
     result = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
             result.pop(k, None)
         else:
-            result[k] = merge_patch(result.get(k), v)
+            result[k] = merge_patch(result.get(k), v, budget)
     return result
 
 
@@ -66,7 +76,8 @@ def _pointer(path: str) -> list[str]:
     return [_unescape(t) for t in path[1:].split("/")]
 
 
-def _walk(doc: Any, toks: list[str]) -> Any:
+def _walk(doc: Any, toks: list[str], budget: PatchBudget) -> Any:
+    budget.charge(1 + len(toks))
     cur = doc
     for t in toks:
         if isinstance(cur, dict):
@@ -98,65 +109,120 @@ def _patch_error(msg: str) -> APIError:
     )
 
 
-def _add(doc: Any, toks: list[str], value: Any) -> Any:
+class _Doc:
+    """The document being patched and an upper bound of its depth (None: not known yet).
+
+    Values moved or copied within the document are no deeper than the document below
+    where they come from, so only values from the body need a walk to be placed.
+    """
+
+    def __init__(self, budget: PatchBudget) -> None:
+        self.budget = budget
+        self.depth: int | None = None
+
+    def bound_below(self, doc: Any, toks: list[str]) -> int:
+        if self.depth is None:
+            self.depth = self.budget.measure(doc, 1 << 30)
+        return max(1, self.depth - len(toks))
+
+    def placed(self, reached: int) -> None:
+        if self.depth is not None:
+            self.depth = max(self.depth, reached)
+
+
+def _add(
+    doc: Any, toks: list[str], value: Any, budget: PatchBudget, state: _Doc, bound: int | None
+) -> Any:
+    state.placed(budget.place(len(toks), value, bound))
     if not toks:
         return value
-    parent = _walk(doc, toks[:-1])
+    parent = _walk(doc, toks[:-1], budget)
     last = toks[-1]
     if isinstance(parent, dict):
         parent[last] = value
     elif isinstance(parent, list):
+        budget.charge(len(parent))  # the elements an insert shifts
         parent.insert(_index(parent, last, True), value)
     else:
         raise _patch_error(f"cannot add at {last!r}")
     return doc
 
 
-def _remove(doc: Any, toks: list[str]) -> tuple[Any, Any]:
+def _remove(doc: Any, toks: list[str], budget: PatchBudget) -> tuple[Any, Any]:
     if not toks:
         raise _patch_error("cannot remove the root")
-    parent = _walk(doc, toks[:-1])
+    parent = _walk(doc, toks[:-1], budget)
     last = toks[-1]
     if isinstance(parent, dict):
         if last not in parent:
             raise _patch_error(f"unable to remove nonexistent key: {last}")
         return doc, parent.pop(last)
     if isinstance(parent, list):
+        budget.charge(len(parent))
         return doc, parent.pop(_index(parent, last, False))
     raise _patch_error(f"cannot remove {last!r}")
 
 
-def json_patch(doc: Any, ops: Any) -> Any:
-    """RFC 6902 on a deep copy of ``doc``; a failed ``test`` or bad path is a 422."""
+def json_patch(doc: Any, ops: Any, budget: PatchBudget | None = None) -> Any:
+    """RFC 6902 on a copy of ``doc``; a failed ``test`` or bad path is a 422.
+
+    Bounded as it runs (`PatchBudget`): at most 10,000 operations (413, as kube), the
+    bytes ``copy`` adds, the depth of every value where it lands and the work in all
+    (422), so an operation that would pass a bound is refused before it is done. The
+    values of ``ops`` are used as they are: the caller owns the decoded body.
+    """
+    budget = budget or PatchBudget()
     if not isinstance(ops, list):
         raise bad_request("json patch must be a list of operations")
-    doc = copy.deepcopy(doc)
+    if len(ops) > MAX_JSON_PATCH_OPS:
+        raise too_many_ops(len(ops))
+    doc = clone(doc)
+    state = _Doc(budget)
     for op in ops:
-        if not isinstance(op, dict) or "op" not in op or "path" not in op:
-            raise bad_request(f"invalid json patch operation: {op!r}")
+        if not isinstance(op, dict) or "op" not in op or not isinstance(op.get("path"), str):
+            raise bad_request(f"invalid json patch operation: {_short(op)}")
         kind = op["op"]
         toks = _pointer(op["path"])
         if kind == "add":
-            doc = _add(doc, toks, copy.deepcopy(op.get("value")))
+            doc = _add(doc, toks, op.get("value"), budget, state, None)
         elif kind == "remove":
-            doc, _ = _remove(doc, toks)
+            doc, _ = _remove(doc, toks, budget)
         elif kind == "replace":
-            _walk(doc, toks)
-            doc, _ = _remove(doc, toks) if toks else (doc, None)
-            doc = _add(doc, toks, copy.deepcopy(op.get("value")))
+            _walk(doc, toks, budget)
+            doc, _ = _remove(doc, toks, budget) if toks else (doc, None)
+            doc = _add(doc, toks, op.get("value"), budget, state, None)
         elif kind == "move":
-            src = _pointer(op["from"])
-            doc, val = _remove(doc, src)
-            doc = _add(doc, toks, val)
+            src = _pointer(_from(op))
+            if toks[: len(src)] == src and len(toks) > len(src):
+                raise _patch_error("cannot move a value into itself")
+            bound = state.bound_below(doc, src)
+            doc, val = _remove(doc, src, budget)
+            doc = _add(doc, toks, val, budget, state, bound)
         elif kind == "copy":
-            val = copy.deepcopy(_walk(doc, _pointer(op["from"])))
-            doc = _add(doc, toks, val)
+            src = _pointer(_from(op))
+            val = budget.copy(_walk(doc, src, budget))
+            doc = _add(doc, toks, val, budget, state, state.bound_below(doc, src))
         elif kind == "test":
-            if _walk(doc, toks) != op.get("value"):
-                raise _patch_error(f"test operation failed at {op['path']}")
+            value = op.get("value")
+            budget.measure(value, budget.depth)  # a comparison costs the value's size at most
+            if _walk(doc, toks, budget) != value:
+                raise _patch_error(f"test operation failed at {_short(op['path'])}")
         else:
-            raise bad_request(f"unknown json patch operation {kind!r}")
+            raise bad_request(f"unknown json patch operation {_short(kind)}")
     return doc
+
+
+def _from(op: dict[str, Any]) -> str:
+    src = op.get("from")
+    if not isinstance(src, str):
+        raise bad_request(f"invalid json patch operation: {_short(op)}")
+    return src
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    """A value for an error message, cut short: the message is sent back and maybe logged."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _list_key(field: str, items: list[Any]) -> str | None:
@@ -168,12 +234,19 @@ def _list_key(field: str, items: list[Any]) -> str | None:
     return MERGE_KEYS.get(field)
 
 
-def strategic_merge(target: Any, patch: Any) -> Any:
-    """Strategic merge patch of ``patch`` onto ``target`` (returns a new value)."""
+def strategic_merge(target: Any, patch: Any, budget: PatchBudget | None = None) -> Any:
+    """Strategic merge patch of ``patch`` onto ``target`` (returns a new value).
+
+    Values are taken from ``patch`` and ``target`` without copies (the caller owns
+    both), and list items are matched through an index, not by scanning: a patch of
+    100,000 list items costs 100,000 steps, not their square.
+    """
+    budget = budget or PatchBudget()
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return patch
+    budget.charge(1 + len(patch))
     if patch.get("$patch") == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: v for k, v in patch.items() if k != "$patch"}
     if patch.get("$patch") == "delete":
         return None
     result = dict(target) if isinstance(target, dict) else {}
@@ -185,16 +258,18 @@ def strategic_merge(target: Any, patch: Any) -> Any:
             field = k.split("/", 1)[1]
             cur = result.get(field)
             if isinstance(cur, list) and isinstance(v, list):
-                result[field] = [x for x in cur if x not in v]
+                budget.charge(len(cur) + len(v))
+                drop = {_ident(x) for x in v}
+                result[field] = [x for x in cur if _ident(x) not in drop]
             continue
         if v is None:
             result.pop(k, None)
             continue
         cur = result.get(k)
         if isinstance(v, list):
-            result[k] = _merge_list(k, cur if isinstance(cur, list) else None, v)
+            result[k] = _merge_list(k, cur if isinstance(cur, list) else None, v, budget)
         elif isinstance(v, dict):
-            merged = strategic_merge(cur if isinstance(cur, dict) else {}, v)
+            merged = strategic_merge(cur if isinstance(cur, dict) else {}, v, budget)
             if merged is None:
                 result.pop(k, None)
             else:
@@ -202,15 +277,34 @@ def strategic_merge(target: Any, patch: Any) -> Any:
         else:
             result[k] = v
     if isinstance(retain, list):
-        result = {k: v for k, v in result.items() if k in retain}
+        budget.charge(len(retain) + len(result))
+        keep = {r for r in retain if isinstance(r, str)}
+        result = {k: v for k, v in result.items() if k in keep}
     return result
 
 
-def _merge_list(field: str, cur: list[Any] | None, patch: list[Any]) -> list[Any]:
+def _ident(value: Any) -> bytes:
+    """A hashable identity for a JSON value: list items are matched through a dict."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONEncodeError, TypeError):
+        return repr(value).encode()
+
+
+_GONE = object()
+
+
+def _merge_list(
+    field: str, cur: list[Any] | None, patch: list[Any], budget: PatchBudget
+) -> list[Any]:
+    budget.charge(len(patch) + len(cur or ()))
     if field in SET_LISTS:
         out = list(cur or [])
+        seen = {_ident(x) for x in out}
         for x in patch:
-            if x not in out:
+            new = _ident(x)
+            if new not in seen:
+                seen.add(new)
                 out.append(x)
         return out
     key = _list_key(field, patch + (cur or []))
@@ -221,35 +315,56 @@ def _merge_list(field: str, cur: list[Any] | None, patch: list[Any]) -> list[Any
             if isinstance(item, dict):
                 if item.get("$patch") == "delete":
                     continue
-                m = strategic_merge({}, item)
-                out.append(m)
+                out.append(strategic_merge({}, item, budget))
             else:
-                out.append(copy.deepcopy(item))
+                out.append(item)
         return out
     if any(isinstance(i, dict) and i.get("$patch") == "replace" for i in patch):
         return [
-            strategic_merge({}, i) for i in patch if not (isinstance(i, dict) and "$patch" in i)
+            strategic_merge({}, i, budget)
+            for i in patch
+            if not (isinstance(i, dict) and "$patch" in i)
         ]
-    out = [copy.deepcopy(i) for i in cur]
+    slots: list[Any] = list(cur)
+    # merge key -> the positions of the items holding it, first first
+    where: dict[bytes, deque[int]] = {}
+    for n, e in enumerate(slots):
+        if isinstance(e, dict) and e.get(key) is not None:
+            where.setdefault(_ident(e[key]), deque()).append(n)
     for item in patch:
         if not isinstance(item, dict):
-            out.append(copy.deepcopy(item))
+            slots.append(item)
             continue
         kv = item.get(key)
-        idx = next(
-            (
-                n
-                for n, e in enumerate(out)
-                if isinstance(e, dict) and kv is not None and e.get(key) == kv
-            ),
-            None,
-        )
+        ident: bytes | None = _ident(kv) if kv is not None else None
+        found = where.get(ident) if ident is not None else None
+        idx = found[0] if found else None
         if item.get("$patch") == "delete":
-            if idx is not None:
-                out.pop(idx)
+            if found:
+                slots[found.popleft()] = _GONE
             continue
         if idx is None:
-            out.append(strategic_merge({}, item))
+            slots.append(strategic_merge({}, item, budget))
+            if ident is not None:
+                where.setdefault(ident, deque()).append(len(slots) - 1)
         else:
-            out[idx] = strategic_merge(out[idx], item)
-    return out
+            slots[idx] = strategic_merge(slots[idx], item, budget)
+    return [s for s in slots if s is not _GONE]
+
+
+def apply_patch(ctype: str, doc: Any, patch: Any) -> Any:
+    """``patch`` (of media type ``ctype``) applied to a private copy of ``doc``.
+
+    Safe to run off the server's loop (stored objects are never mutated) and to run
+    again on a newer object: ``patch`` is copied too. Each call has a fresh `PatchBudget`.
+    """
+    budget = PatchBudget()
+    patch = clone(patch)
+    if ctype == JSON_PATCH:
+        return json_patch(doc, patch, budget)
+    if not isinstance(patch, dict):
+        raise bad_request("patch body must be a JSON object")
+    base = clone(doc)
+    if ctype == MERGE_PATCH:
+        return merge_patch(base, patch, budget)
+    return strategic_merge(base, patch, budget)

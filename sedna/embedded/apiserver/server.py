@@ -24,11 +24,12 @@ import yaml
 from aiohttp import web
 from loguru import logger
 
+from sedna.runtime.log_safety import quiet_logger
 from sedna.runtime.messaging.auth import token_valid
 from sedna.runtime.tls_buffers import limit_tls_read_buffers
 
 from .authorization import Authorizer, RestrictedTokens
-from .bodies import MAX_BODY_BYTES
+from .bodies import BODY_DEADLINE, DEFAULT_BODY_TIMEOUT, MAX_BODY_BYTES, BodyDeadline
 from .faults import FaultInjector, StoreWriteFault
 from .gc import GarbageCollector
 from .handlers import DEFAULT_BOOKMARK_FREQUENCY, Handlers
@@ -67,6 +68,7 @@ def _load_yaml(path: Path) -> list[Any]:
 # How often a serving server checks whether its certificates are due for renewal: an
 # hourly wake-up costs nothing idle, and renewal starts 30 days before expiry.
 DEFAULT_CERT_CHECK_INTERVAL = 3600.0
+HTTP_ERRORS_LOG = quiet_logger("aiohttp.sedna-gm", "embedded apiserver")
 
 # How long a connection may stay silent: before its first request's headers are
 # complete, and between requests. Watches stream, so they are not idle.
@@ -104,6 +106,7 @@ class APIServer:
         tokens: Iterable[str] | None = None,
         token_source: Callable[[], Iterable[str]] | None = None,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
         pki_dir: Path | None = None,
         event_ttl: float = DEFAULT_EVENT_TTL,
         terminated_pod_threshold: int = DEFAULT_TERMINATED_POD_THRESHOLD,
@@ -143,6 +146,8 @@ class APIServer:
         # tokens of principals with RBAC, not cluster-admin (`issue_token`)
         self.restricted = RestrictedTokens()
         self.idle_timeout = idle_timeout
+        # a request body must arrive within body_timeout in all (408 and closed, counted)
+        self.body_deadline = BodyDeadline(body_timeout)
         # where the kubelet's container logs are (`sedna.embedded.pod_logs`); None: no kubelet
         self.pod_logs = pod_logs
         self._port = port
@@ -261,8 +266,14 @@ class APIServer:
         limit_tls_read_buffers()  # else 256 KiB per connection: idle watches add up
         app = web.Application(
             client_max_size=MAX_BODY_BYTES,
-            handler_args={"max_field_size": 65536, "keepalive_timeout": self.idle_timeout},
+            handler_args={
+                "max_field_size": 65536,
+                "keepalive_timeout": self.idle_timeout,
+                # a request aiohttp cannot parse: one counted line, no traceback
+                "logger": HTTP_ERRORS_LOG,
+            },
         )
+        app[BODY_DEADLINE] = self.body_deadline
         app.router.add_route("*", "/{tail:.*}", Handlers(self).handle)
         # A client that hangs up cancels its request, as kube's request context does:
         # an idle watch would otherwise hold its slot (watch_limits) until its timeout.

@@ -58,6 +58,7 @@ from websockets.http11 import Request, Response
 from sedna.runtime.clock import Clock, RealClock
 from sedna.runtime.config import ConfigError, WebsocketConfig
 from sedna.runtime.informers import HandlerRegistration, SharedInformer
+from sedna.runtime.log_safety import clip, quiet_logger
 from sedna.runtime.messaging.auth import (
     NodeTokenProvider,
     TokenProvider,
@@ -81,6 +82,7 @@ from sedna.runtime.messaging.routes import PendingReports, RouteTable, key_of
 from sedna.runtime.messaging.upstream import DEFAULT_BACKLOG, Dispatch, UpstreamDispatcher
 from sedna.runtime.messaging.wire import (
     CREDENTIAL_ANNOTATION,
+    MAX_NAME_LENGTH,
     FrameError,
     Header,
     Reason,
@@ -104,6 +106,10 @@ _REPLACE_GRACE_SECONDS = 2.0
 _START_TIMEOUT_SECONDS = 30.0
 # Close code and reason for the LC of a node whose Node object was deleted.
 _NODE_DELETED_CLOSE = (1000, "node deleted from the cluster")
+# The LogLimiter key of handshake refusals: one for all peers (see _log_refusal).
+_HANDSHAKE = "(handshake)"
+_PING_TIMEOUT = "keepalive ping timeout"  # websockets' close reason
+_SERVER_ERRORS_LOG = quiet_logger("websockets.sedna-gm", "LC websocket")
 
 
 class _LoopWaker:
@@ -384,6 +390,10 @@ class MessageLayer:
                 compression=None,
                 server_header="sedna-gm",
                 open_timeout=self._settings.handshakeTimeoutSeconds,
+                ping_interval=self._settings.readTimeoutSeconds,
+                ping_timeout=self._settings.readTimeoutSeconds,
+                # a request it cannot handle: one counted line, no traceback
+                logger=_SERVER_ERRORS_LOG,
                 close_timeout=min(2.0, self._settings.shutdownGraceSeconds / 2),
             )
         except OSError as exc:
@@ -707,7 +717,7 @@ class MessageLayer:
                 self._log_refusal(
                     node,
                     Reason.UNAUTHORIZED,
-                    f"refused LC connection from {peer} (node {node!r}): "
+                    f"refused LC connection from {peer} (node {clip(node)!r}): "
                     f"{'missing' if candidate is None else 'invalid'} bearer token",
                 )
                 response = connection.respond(
@@ -722,6 +732,14 @@ class MessageLayer:
                 "", Reason.MISSING_NODE_NAME, f"refused LC connection from {peer}: no Node-Name"
             )
             return connection.respond(HTTPStatus.BAD_REQUEST, "missing Node-Name header\n")
+        if len(node) > MAX_NAME_LENGTH:  # a Node's name is a Kubernetes name
+            return self._refuse(
+                connection,
+                node,
+                Reason.INVALID_NAME,
+                HTTPStatus.BAD_REQUEST,
+                f"Node-Name is {len(node)} characters long, over {MAX_NAME_LENGTH}",
+            )
         if self._settings.nodeAddressBinding:
             peer_ip = peer[0] if isinstance(peer, tuple) and peer else ""
             addresses = await asyncio.get_running_loop().run_in_executor(
@@ -733,7 +751,8 @@ class MessageLayer:
                     node,
                     Reason.ADDRESS_MISMATCH,
                     HTTPStatus.FORBIDDEN,
-                    f"{peer_ip} is not an address of Node {node!r} (websocket.nodeAddressBinding)",
+                    f"{peer_ip} is not an address of Node {clip(node)!r} "
+                    "(websocket.nodeAddressBinding)",
                 )
         if self._client_certs:
             ssl_object = connection.transport.get_extra_info("ssl_object")
@@ -744,7 +763,7 @@ class MessageLayer:
                     node,
                     Reason.NODE_MISMATCH,
                     HTTPStatus.FORBIDDEN,
-                    f"the client certificate is for {cn!r}, not for node {node!r}",
+                    f"the client certificate is for {clip(cn)!r}, not for node {clip(node)!r}",
                 )
             credential = f"{credential}/cert:{cn}"
         old = self._conns.get(node)
@@ -755,7 +774,7 @@ class MessageLayer:
                     node,
                     Reason.ALREADY_CONNECTED,
                     HTTPStatus.CONFLICT,
-                    f"node {node!r} is connected with another credential",
+                    f"node {clip(node)!r} is connected with another credential",
                 )
             if await self._answers(old):
                 return self._refuse(
@@ -763,7 +782,7 @@ class MessageLayer:
                     node,
                     Reason.ALREADY_CONNECTED,
                     HTTPStatus.CONFLICT,
-                    f"node {node!r} is connected and answers pings",
+                    f"node {clip(node)!r} is connected and answers pings",
                 )
         self._credentials[connection] = credential
         return None
@@ -788,17 +807,17 @@ class MessageLayer:
         self._metrics.lc_messages_rejected.labels(reason=reason.value).inc()
         self._log_refusal(
             node, reason, f"refused LC connection from {connection.remote_address}: {detail}"
-        )
+        )  # detail names the node clipped
         return connection.respond(status, detail + "\n")
 
     def _log_refusal(self, node: str, reason: Reason, text: str) -> None:
-        """Refusals are logged rate-limited per node and reason, like rejected frames."""
-        admitted, suppressed = self._reject_log.admit(node or "-", reason.value)
+        """Refusals are logged rate-limited per reason over all peers: the node name is
+        the peer's to choose, so a limit per name would let made-up names flood the log."""
+        admitted, suppressed = self._reject_log.admit(_HANDSHAKE, reason.value)
         if suppressed:
             logger.warning(
-                "{} more LC connection(s) for node {!r} refused ({}) in the last {:.0f} s",
+                "{} more LC connection(s) refused ({}) in the last {:.0f} s, not logged",
                 suppressed,
-                node,
                 reason.value,
                 self._reject_log_window,
             )
@@ -838,7 +857,7 @@ class MessageLayer:
             )
             await self._retire(old)
         else:
-            logger.info("node {} connected from {}", node, ws.remote_address)
+            logger.info("node {} connected from {}", clip(node), ws.remote_address)
         try:
             if not conn.closed:  # not already replaced by a third connection
                 q = self._queue_for(node) if self._may_queue(node) else None
@@ -862,8 +881,14 @@ class MessageLayer:
             self._reject_unrouted(unheld)
             if conn.writer is not None:
                 await asyncio.wait({conn.writer})
+            sent = ws.protocol.close_sent
+            if sent is not None and sent.reason == _PING_TIMEOUT:  # silent, or mid-frame
+                self._metrics.lc_messages_rejected.labels(reason=Reason.READ_TIMEOUT.value).inc()
             logger.info(
-                "node {} disconnected (close code {}, {!r})", node, ws.close_code, ws.close_reason
+                "node {} disconnected (close code {}, {!r})",
+                clip(node),
+                ws.close_code,
+                clip(ws.close_reason or ""),
             )
 
     async def _retire(self, old: _Connection) -> None:
@@ -1026,7 +1051,7 @@ class MessageLayer:
         if suppressed:
             logger.warning(
                 "node {}: {} more frame(s) rejected ({}) in the last {:.0f} s, not logged",
-                node,
+                clip(node),
                 suppressed,
                 reason.value,
                 self._reject_log_window,
@@ -1034,16 +1059,21 @@ class MessageLayer:
         if not admitted:
             return
         if header is None:
-            logger.warning("rejected a frame from node {} ({}): {}", node, reason.value, detail)
+            logger.warning(
+                "rejected a frame from node {} ({}): {}",
+                clip(node),
+                reason.value,
+                clip(detail, 300),
+            )
         else:
             logger.warning(
                 "rejected a message from node {} ({}): {}; kind={} namespace={} name={}",
-                node,
+                clip(node),
                 reason.value,
-                detail,
-                header.kind,
-                header.namespace,
-                header.name,
+                clip(detail, 300),
+                clip(header.kind),
+                clip(header.namespace),
+                clip(header.name),
             )
 
     def _on_frame(self, node: str, data: str | bytes) -> None:

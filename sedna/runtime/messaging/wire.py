@@ -44,6 +44,12 @@ def _too_deep(value: Any) -> bool:
     return False
 
 
+MAX_NAME_LENGTH = 253
+"""A Kubernetes object name is a DNS subdomain: at most 253 characters."""
+# namespaces are DNS labels; kinds and operations are short words
+_FIELD_LIMITS = {"namespace": 63, "resourceKind": 63, "operation": 63}
+
+
 class Reason(StrEnum):
     """Label values of lc_messages_rejected{reason}: one per way a message can be refused."""
 
@@ -68,6 +74,8 @@ class Reason(StrEnum):
     TOO_DEEP = "too_deep"
     TOO_MANY_CONNECTIONS = "too_many_connections"
     BUFFER_FULL = "buffer_full"
+    INVALID_NAME = "invalid_name"
+    READ_TIMEOUT = "read_timeout"
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +203,13 @@ def decode_frame(text: str) -> tuple[Header, bytes] | None:
         value = raw_header.get(field)
         if not isinstance(value, str):
             raise FrameError(Reason.MISSING_FIELD, f"header.{field} is missing or not a string")
+        limit = _FIELD_LIMITS.get(field, MAX_NAME_LENGTH)
+        if len(value) > limit:
+            # no header on the error: the over-long value is not logged
+            raise FrameError(
+                Reason.INVALID_NAME,
+                f"header.{field} is {len(value)} characters long, over {limit}",
+            )
         values[field] = value
     header = Header(
         namespace=values["namespace"],
