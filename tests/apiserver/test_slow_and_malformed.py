@@ -39,7 +39,7 @@ def srv() -> Iterator[APIServer]:
 
 
 def _tls(srv: APIServer) -> ssl.SSLSocket:
-    ctx = ssl.create_default_context(cafile=str(srv.cert.cert_file))
+    ctx = ssl.create_default_context(cafile=str(srv.cert.ca_file))
     raw = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
     return ctx.wrap_socket(raw, server_hostname="127.0.0.1")
 
