@@ -14,7 +14,7 @@ import pytest
 from sedna.embedded.apiserver import APIServer
 from sedna.testing import GMHarness, Kubelet, api_client_for, start_apiserver
 
-from .peers import RealLC, lc_binary
+from .peers import RealLC, free_port, lc_binary
 
 ALL_FEATURES = (
     "dataset",
@@ -63,7 +63,10 @@ def gm(server: APIServer, ns: str) -> Iterator[GMHarness]:
     """This project's GM with every feature, on the test's namespace, no LC auth (the
     real LC sends no token)."""
     features: Mapping[str, Mapping[str, Any]] = {f: {} for f in ALL_FEATURES}
-    harness = GMHarness(lambda: api_client_for(server), ns, features=features)
+    # a fixed port, so that a restarted GM is where the LCs dial again
+    harness = GMHarness(
+        lambda: api_client_for(server), ns, features=features, websocket={"port": free_port()}
+    )
     harness.start()
     try:
         yield harness

@@ -83,8 +83,7 @@ def test_dataset_counts_reach_status(
 
     def counts() -> dict[str, Any] | None:
         got = {
-            n: objects.status("Dataset", n).get("numberOfSamples")
-            for n in ("txt-set", "csv-set")
+            n: objects.status("Dataset", n).get("numberOfSamples") for n in ("txt-set", "csv-set")
         }
         return got if all(v is not None for v in got.values()) else None
 
