@@ -30,6 +30,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DIFFERENCES_PAGE = PROJECT_ROOT / "docs" / "differences-from-sedna.md"
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+# k8s.io/apimachinery's rand.String(5), alone or after a dash (a WORKER_NAME's tail)
+RANDOM_SUFFIX = re.compile(r"(^|-)[bcdfghjklmnpqrstvwxz2456789]{5}$")
 GO_TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?( [+-]\d{4} \w+)?")
 DROPPED_META = (
     "uid",
@@ -175,7 +177,7 @@ def _env(items: list[Any], names: Mapping[str, str]) -> list[Any]:
     for item in items:
         item = dict(item) if isinstance(item, dict) else item
         if isinstance(item, dict) and item.get("name") == "WORKER_NAME":
-            item["value"] = re.sub(r"-[a-z0-9]{5}$", "-*", str(item.get("value")))
+            item["value"] = RANDOM_SUFFIX.sub(r"\1*", str(item.get("value")))
         out.append(_norm(item, names))
     return sorted(out, key=lambda e: str(e.get("name")) if isinstance(e, dict) else "")
 
@@ -199,7 +201,10 @@ def _norm(value: Any, names: Mapping[str, str]) -> Any:
                 out[k] = normed
         return out
     if isinstance(value, list):
-        return [_norm(v, names) for v in value]
+        items = [_norm(v, names) for v in value]
+        if items and all(isinstance(i, dict) and set(i) == {"key", "value"} for i in items):
+            return sorted(items, key=lambda i: str(i["key"]))  # metrics: from a Go map
+        return items
     if isinstance(value, str):
         return _text(value, names)
     return value
@@ -233,7 +238,11 @@ def _object_key(obj: Mapping[str, Any]) -> str:
     if meta.get("generateName"):
         name = f"{meta['generateName']}*"
     node = spec.get("nodeName") if isinstance(spec, dict) else None
-    return f"{name}@{node}" if node else str(name)
+    key = f"{name}@{node}" if node else str(name)
+    if obj.get("kind", "Pod") == "Pod" and isinstance(spec, dict) and "containers" in spec:
+        # several pods of one generateName (tracking workers) differ in their containers
+        key += "[" + ",".join(sorted(str(c.get("name")) for c in spec["containers"])) + "]"
+    return key
 
 
 def _owner_kind(obj: Mapping[str, Any]) -> str:
@@ -254,6 +263,10 @@ class Difference:
 
 def _paths(a: Any, b: Any, path: str = "") -> Iterable[tuple[str, Any, Any]]:
     """The leaf paths where a and b differ (list indexes kept, as `[i]`)."""
+    if isinstance(a, dict) and b is None:
+        b = {}
+    if isinstance(b, dict) and a is None:
+        a = {}
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
             yield from _paths(a.get(k), b.get(k), f"{path}.{k}" if path else k)
@@ -363,4 +376,3 @@ def documented() -> dict[str, str]:
 
 def undocumented(found: Iterable[Difference], listed: Mapping[str, str]) -> list[Difference]:
     return [d for d in found if not any(fnmatch.fnmatchcase(d.id, pat) for pat in listed)]
-

@@ -103,7 +103,8 @@ class Scenario:
     folder: str
     kind: str
     reports: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
-    ready: Callable[[Snapshot], bool] = lambda s: bool(s.owned["pods"])
+    ready: Callable[[Snapshot], bool] = lambda s: any(s.owned.values())
+    go_acts: bool = True  # False: Sedna's Go GM has no controller for the kind
 
 
 def _status_of(kind: str) -> Callable[[Snapshot], bool]:
@@ -164,19 +165,19 @@ SCENARIOS = {
         "joint-inference",
         "JointInferenceService",
         [("edge-node", "helmet-detection-inference-example", JI_REPORT)],
-        lambda s: any(v.get("metrics") for v in s.statuses.values()),
+        _status_of("JointInferenceService"),
     ),
     "FederatedLearningJob": Scenario(
         "federated-learning",
         "FederatedLearningJob",
         [("edge-node", "surface-defect-detection", FL_REPORT)],
-        lambda s: any(v.get("metrics") for v in s.statuses.values()),
+        _status_of("FederatedLearningJob"),
     ),
     "ObjectSearchService": Scenario("object-search-service", "ObjectSearchService"),
-    "ObjectTrackingService": Scenario("object-tracking-service", "ObjectTrackingService"),
-    "FeatureExtractionService": Scenario(
-        "feature-extraction-service", "FeatureExtractionService"
+    "ObjectTrackingService": Scenario(
+        "object-tracking-service", "ObjectTrackingService", go_acts=False
     ),
+    "FeatureExtractionService": Scenario("feature-extraction-service", "FeatureExtractionService"),
     "ReidJob": Scenario("reid-job", "ReidJob"),
     "VideoAnalyticsJob": Scenario("video-analytics-job", "VideoAnalyticsJob"),
 }
@@ -209,7 +210,7 @@ def test_same_inputs_same_results(kind: str, sides: tuple[Side, Side]) -> None:
         for side in sides:
             side.lc(node).await_message(kind.lower(), "insert", name, timeout=SETTLE_TIMEOUT)
             side.lc(node).send_status(ns, kind.lower(), name, payload)
-    for side in sides:
+    for side in sides if scenario.go_acts else sides[:1]:
         wait_until(
             lambda side=side: scenario.ready(snapshot(side)),
             SETTLE_TIMEOUT,
