@@ -11,6 +11,7 @@ expected, each with its reason.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import re
@@ -192,10 +193,8 @@ def _norm(value: Any, names: Mapping[str, str]) -> Any:
                 out[k] = _env(v, names)
                 continue
             if k == "data" and isinstance(v, str) and v.startswith("{"):
-                try:
+                with contextlib.suppress(ValueError):
                     v = json.loads(v)
-                except ValueError:
-                    pass
             normed = _norm(v, names)
             if not _empty(normed):
                 out[k] = normed
@@ -314,7 +313,7 @@ def differences(ours: Snapshot, go: Snapshot) -> list[Difference]:
                 Difference(f"status/{kind}/{_generic(path)}", f"{subject} {path}: {u!r} != {v!r}")
             )
     for key in sorted(set(ours.messages) | set(go.messages)):
-        node, op, subject = key.split(" ")
+        _node, op, subject = key.split(" ")
         kind = subject.split("/", 1)[0]
         mine = [_message(p, our_names) for p in ours.messages.get(key, [])]
         theirs = [_message(p, go_names) for p in go.messages.get(key, [])]
