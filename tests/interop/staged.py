@@ -16,7 +16,7 @@ from .inputs import Objects
 from .peers import RealLC
 
 # The real LC polls its datasets every 60 s and ticks each job every 10 s.
-STAGE_TIMEOUT = 45.0
+STAGE_TIMEOUT = 60.0
 
 
 def write_index(lc: RealLC, url: str, count: int, start: int = 0, header: str = "") -> None:
