@@ -39,11 +39,15 @@ def server() -> Iterator[APIServer]:
         srv.stop()
 
 
+def namespace_body(name: str) -> kubernetes.client.V1Namespace:
+    return kubernetes.client.V1Namespace(metadata=kubernetes.client.V1ObjectMeta(name=name))
+
+
 @pytest.fixture()
 def ns(server: APIServer) -> str:
     name = f"interop-{uuid.uuid4().hex[:8]}"
     with api_client_for(server) as client:
-        kubernetes.client.CoreV1Api(client).create_namespace({"metadata": {"name": name}})
+        kubernetes.client.CoreV1Api(client).create_namespace(namespace_body(name))
     return name
 
 

@@ -129,11 +129,11 @@ def take_snapshot(
         ).list_namespaced_horizontal_pod_autoscaler,
     }
     for key, list_them in listings.items():
-        items = list_them(ns).items
-        owned[key] = [client.sanitize_for_serialization(i) for i in items]
+        items: list[Any] = list_them(ns).items  # type: ignore[attr-defined]
+        owned[key] = [client.sanitize_for_serialization(i) for i in items]  # type: ignore[no-untyped-call]
     statuses: dict[str, dict[str, Any]] = {}
     for kind, plural, name in subjects:
-        obj = custom.get_namespaced_custom_object("sedna.io", "v1alpha1", ns, plural, name)
+        obj: Any = custom.get_namespaced_custom_object("sedna.io", "v1alpha1", ns, plural, name)
         statuses[f"{kind}/{name}"] = dict(obj.get("status") or {})
     messages: dict[str, list[dict[str, Any]]] = {}
     for lc in lcs:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import kubernetes
 import yaml
@@ -71,16 +71,12 @@ class Objects:
         plural = PLURALS[obj["kind"]]
         body = copy.deepcopy(obj)
         body["metadata"]["namespace"] = self.ns
-        out: dict[str, Any] = self.custom.create_namespaced_custom_object(
-            GROUP, VERSION, self.ns, plural, body
-        )
-        return out
+        out = self.custom.create_namespaced_custom_object(GROUP, VERSION, self.ns, plural, body)
+        return cast(dict[str, Any], out)
 
     def get(self, kind: str, name: str) -> dict[str, Any]:
-        out: dict[str, Any] = self.custom.get_namespaced_custom_object(
-            GROUP, VERSION, self.ns, PLURALS[kind], name
-        )
-        return out
+        out = self.custom.get_namespaced_custom_object(GROUP, VERSION, self.ns, PLURALS[kind], name)
+        return cast(dict[str, Any], out)
 
     def status(self, kind: str, name: str) -> dict[str, Any]:
         return dict(self.get(kind, name).get("status") or {})

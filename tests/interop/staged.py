@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sedna.testing import Kubelet, wait_until
+from sedna.testing import Kubelet, poll
 
 from .inputs import Objects
 from .peers import RealLC
@@ -51,11 +51,29 @@ class StagedWorld:
         return self.objects.states(self.kind, self.job)
 
     def wait_state(self, state: str, count: int = 1, timeout: float = STAGE_TIMEOUT) -> None:
-        wait_until(
+        poll(
             lambda: self.states().count(state) >= count,
             timeout,
-            f"{self.job} reaching {state} x{count} (LC log:\n{self.lc.tail()})",
+            interval=0.05,
+            failure=lambda _: (
+                f"{self.job} did not reach {state} x{count}: it is at {self.states()}; "
+                f"the LC last got it at {self.lc_view()} (LC log:\n{self.lc.tail()})"
+            ),
         )
+
+    def lc_view(self) -> list[str]:
+        """The job's conditions in the last copy the LC received (from its log)."""
+        mark = f'"kind":"{self.kind}","metadata":{{"name":"{self.job}"'
+        for line in reversed(self.lc.logs().splitlines()):
+            if "client received message content" in line and mark in line:
+                body = line.split("client received message content: ", 1)[1]
+                body = body.rsplit(" from global manager", 1)[0]
+                try:
+                    conds = (json.loads(body).get("status") or {}).get("conditions") or []
+                except ValueError:
+                    return ["(unreadable)"]
+                return [f"{c.get('stage')}/{c.get('type')}" for c in conds]
+        return []
 
     def pod(self, worker_type: str, index: int) -> dict[str, Any]:
         pods = self.objects.wait_pods(self.kind, self.job, worker_type, index + 1, STAGE_TIMEOUT)

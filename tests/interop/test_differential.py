@@ -20,7 +20,7 @@ import pytest
 from sedna.embedded.apiserver import APIServer
 from sedna.testing import GMHarness, LCBase, api_client_for, start_apiserver, wait_until
 
-from .conftest import ALL_FEATURES
+from .conftest import ALL_FEATURES, namespace_body
 from .differential import (
     GoGM,
     Snapshot,
@@ -61,8 +61,11 @@ class Side:
                 return None
 
         for node in NODES:
-            lc = wait_until(lambda node=node: dial(node), 20, f"{self.name} GM's websocket")
-            self.lcs.append(lc)
+
+            def dialled(node: str = node) -> LCBase | None:
+                return dial(node)
+
+            self.lcs.append(wait_until(dialled, 20, f"{self.name} GM's websocket"))
 
     def lc(self, node: str) -> LCBase:
         return next(lc for lc in self.lcs if lc.node == node)
@@ -195,7 +198,7 @@ def test_same_inputs_same_results(kind: str, sides: tuple[Side, Side]) -> None:
     listed = documented()
     for side in sides:
         with side.client() as client:
-            kubernetes.client.CoreV1Api(client).create_namespace({"metadata": {"name": ns}})
+            kubernetes.client.CoreV1Api(client).create_namespace(namespace_body(ns))
             objects = Objects(client, ns)
             for doc in docs:
                 objects.create(doc)
@@ -211,8 +214,12 @@ def test_same_inputs_same_results(kind: str, sides: tuple[Side, Side]) -> None:
             side.lc(node).await_message(kind.lower(), "insert", name, timeout=SETTLE_TIMEOUT)
             side.lc(node).send_status(ns, kind.lower(), name, payload)
     for side in sides if scenario.go_acts else sides[:1]:
+
+        def acted(side: Side = side) -> bool:
+            return scenario.ready(snapshot(side))
+
         wait_until(
-            lambda side=side: scenario.ready(snapshot(side)),
+            acted,
             SETTLE_TIMEOUT,
             f"the {side.name} GM to act on the {kind} reports",
         )

@@ -64,7 +64,7 @@ def test_what_differs_between_two_runs_of_one_gm_is_no_difference() -> None:
 
 
 def test_a_changed_field_is_a_difference_with_its_id() -> None:
-    msg = {"kind": "X", "spec": {"a": 1}}
+    msg: dict[str, Any] = {"kind": "X", "spec": {"a": 1}}
     status = {"active": 1}
     a = snapshot(pod("job-train-bcdfg", "aaaaaaaa", "2026-01-01T00:00:00Z", "x2x4z"), status, msg)
     changed = pod("job-train-hjklm", "bbbbbbbb", "2026-01-01T00:00:00Z", "wq7rt", env="2")

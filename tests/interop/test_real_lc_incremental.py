@@ -17,7 +17,8 @@ from .inputs import Objects, example, on_node
 from .peers import RealLC
 from .staged import STAGE_TIMEOUT, StagedWorld, in_order, write_index
 
-pytestmark = pytest.mark.sedna_bin
+# the real LC sets the pace (10 s job ticks, 60 s dataset polls)
+pytestmark = [pytest.mark.sedna_bin, pytest.mark.timeout(300)]
 
 KIND = "IncrementalLearningJob"
 
@@ -168,8 +169,12 @@ def test_cycle_survives_lc_kill_9(
         f"ResourceKind:incrementallearningjob ResourceName:{world.job} Operation:insert",
         f"ResourceKind:dataset ResourceName:{dataset['metadata']['name']} Operation:insert",
     ):
+
+        def received(what: str = what) -> bool:
+            return what in world.lc.logs()[seen:]
+
         wait_until(
-            lambda what=what: what in world.lc.logs()[seen:],
+            received,
             20,
             f"the restarted LC to receive {what}",
         )

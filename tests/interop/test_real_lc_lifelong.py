@@ -17,7 +17,8 @@ from .inputs import Objects, example, on_node
 from .peers import RealLC
 from .staged import STAGE_TIMEOUT, StagedWorld, in_order, write_index
 
-pytestmark = pytest.mark.sedna_bin
+# the real LC sets the pace (10 s job ticks, 60 s dataset polls)
+pytestmark = [pytest.mark.sedna_bin, pytest.mark.timeout(300)]
 
 KIND = "LifelongLearningJob"
 

@@ -156,8 +156,12 @@ def test_federated_round_reaches_status(
     job = next(d for d in docs if d["kind"] == "FederatedLearningJob")
     name = job["metadata"]["name"]
     model = job["spec"]["aggregationWorker"]["model"]["name"]
-    for lc in nodes.values():
-        wait_until(lambda lc=lc: received_lines(lc, "federatedlearningjob"), TIMEOUT, "FL to LC")
+    for peer in nodes.values():
+
+        def told(peer: RealLC = peer) -> list[str]:
+            return received_lines(peer, "federatedlearningjob")
+
+        wait_until(told, TIMEOUT, f"the FL job sent to {peer.node}")
 
     lc = nodes["edge-node"]
     status = lc.report(
