@@ -105,10 +105,15 @@ class StagedWorld:
         assert status == 200, self.lc.tail()
 
     def finish(self, pod: dict[str, Any], kind: str, results: list[dict[str, Any]]) -> None:
-        """The worker runs, reports to the LC, then its pod exits Succeeded."""
+        """The worker runs, reports to the LC, then its pod exits Succeeded: in the order
+        a node shows, where the LC forwards at once and the kubelet's status sync comes
+        later (the report after the exit is `test_report_that_arrives_after_...`)."""
         name = pod["metadata"]["name"]
+        done = f"{kind.capitalize()}/Completed"
+        before = self.states().count(done)
         self.kubelet.run(name)
         self.report(name, kind, results)
+        self.wait_state(done, before + 1)
         self.kubelet.succeed(name)
 
     def write(self, local: str, content: bytes) -> None:
