@@ -15,7 +15,7 @@ import pytest
 
 from sedna.testing import GMHarness, wait_until
 
-from .inputs import Objects, example, on_node
+from .inputs import Objects, example, on_node, walk
 from .peers import RealLC
 
 pytestmark = pytest.mark.sedna_bin
@@ -149,7 +149,7 @@ def test_federated_round_reaches_status(
     nodes = {"edge-node": real_lc("edge-fl-1"), "edge-node-2": real_lc("edge-fl-2")}
     docs = example("federated-learning")
     for doc in docs:
-        for m in _mappings(doc):
+        for m in walk(doc):
             if m.get("nodeName") in nodes:
                 m["nodeName"] = nodes[m["nodeName"]].node
         objects.create(doc)
@@ -186,12 +186,6 @@ def test_federated_round_reaches_status(
         lambda: objects.status("Model", model).get("metrics"), TIMEOUT, "the model's metrics"
     )
     assert [m["key"] for m in objects.status("Model", model)["metrics"]] == ["accuracy"]
-
-
-def _mappings(obj: Any) -> list[dict[str, Any]]:
-    from .inputs import walk
-
-    return list(walk(obj))
 
 
 def test_multi_edge_kinds_are_not_the_lcs_business(
