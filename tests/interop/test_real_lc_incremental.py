@@ -47,7 +47,7 @@ def train_round(world: StagedWorld, round_: int) -> str:
     world.write(trained, f"model of round {round_}".encode())
     results = [
         {"format": "pb", "url": trained},
-        {"format": "ckpt", "url": f"{given['outputDir']}/model.ckpt"},
+        {"format": "pb", "url": f"{given['outputDir']}/model.pb"},
     ]
     world.finish(world.pod("train", round_ - 1), "train", results)
     return trained
@@ -148,17 +148,10 @@ def test_full_cycle_to_round_two_across_a_gm_restart(
     write_index(world.lc, dataset["spec"]["url"], 200, start=200)
     world.wait_state("Train/Ready", 2, timeout=90)
     round_two = world.stage_input("train", 2)
-    assert [m["url"] for m in round_two["models"]] == ["/output/train/1/model.ckpt"]
+    assert [m["url"] for m in round_two["models"]] == ["/output/train/1/model.pb"]
     assert round_two["outputDir"] == "/output/train/2"
 
 
-RESEND_GAP = (
-    "known gap: a reconnecting LC gets only the job again from the GM, not the Dataset "
-    "and Models it names, so the restarted LC cannot load the job's dataset"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=RESEND_GAP)
 def test_cycle_survives_lc_kill_9(
     objects: Objects,
     kubelet: Kubelet,
@@ -195,7 +188,7 @@ def test_cycle_survives_lc_kill_9(
         )
     results = [
         {"format": "pb", "url": trained},
-        {"format": "ckpt", "url": f"{given['outputDir']}/model.ckpt"},
+        {"format": "pb", "url": f"{given['outputDir']}/model.pb"},
     ]
     world.report(train["metadata"]["name"], "train", results)
     world.wait_state("Train/Completed")
@@ -207,15 +200,6 @@ def test_cycle_survives_lc_kill_9(
     assert len(objects.worker_pods(KIND, world.job, "train")) == 1
 
 
-REPORT_AFTER_EXIT_GAP = (
-    "known gap: report-after-exit data loss: on the pod's exit the GM writes "
-    "Train/Completed without the worker's output and drops the LC's report that follows; "
-    "the real LC then dereferences the missing trained model and crashes (nil pointer "
-    "in triggerEvalTask)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=REPORT_AFTER_EXIT_GAP)
 def test_report_that_arrives_after_the_worker_exited(
     objects: Objects,
     kubelet: Kubelet,
@@ -238,7 +222,7 @@ def test_report_that_arrives_after_the_worker_exited(
     world.wait_state("Train/Completed")
     results = [
         {"format": "pb", "url": trained},
-        {"format": "ckpt", "url": f"{given['outputDir']}/model.ckpt"},
+        {"format": "pb", "url": f"{given['outputDir']}/model.pb"},
     ]
     world.report(train, "train", results)
 
