@@ -20,15 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_BIN_DIR = PROJECT_ROOT.parent / "shared" / "sedna-bin"
+from support.outside import sedna_bin
 
 
 def sedna_binary(name: str, env: str) -> Path:
     """The binary `name` (env `env`, else the default folder), or skip the test."""
-    given = os.environ.get(env)
-    path = Path(given) if given else DEFAULT_BIN_DIR / name
+    path = sedna_bin(name)  # the one place that knows where Sedna's files are
     if not (path.is_file() and os.access(path, os.X_OK)):
         pytest.skip(f"Sedna's {name} binary not found: set {env} or put it at {path}")
     return path
