@@ -71,10 +71,19 @@ class RealLC:
             "BIND_PORT": str(self.port),
             "ROOTFS_MOUNT_DIR": str(self.root),
         }
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                [str(self.binary), "--v=4"], stdout=out, stderr=subprocess.STDOUT, env=env
-            )
+        for _ in range(5):
+            env["BIND_PORT"] = str(self.port)
+            with open(self.log, "ab") as out:
+                self.proc = subprocess.Popen(
+                    [str(self.binary), "--v=4"], stdout=out, stderr=subprocess.STDOUT, env=env
+                )
+            try:  # the free port may be taken before the LC binds it (busy machines)
+                self.proc.wait(1.5)
+            except subprocess.TimeoutExpired:
+                return self
+            if "address already in use" not in self.logs():
+                return self
+            self.port = free_port()
         return self
 
     def kill(self) -> None:
