@@ -200,43 +200,65 @@ def test_a_patch_too_expensive_to_apply_is_refused() -> None:
     assert err.value.code == 422 and "too expensive" in err.value.message
 
 
+class _HeldPatch:
+    """A merge patch sent on a thread of its own, held on the server's patch thread
+    (its first application waits for `release`) until the test has done its part."""
+
+    def __init__(
+        self, client: kubernetes.client.ApiClient, path: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from sedna.embedded.apiserver import handlers
+
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.calls = 0
+        self.answers: list[int] = []
+        real = handlers.apply_patch
+
+        def held(ctype: str, doc: Any, patch: Any) -> Any:
+            self.calls += 1
+            if self.calls == 1:
+                self.entered.set()
+                assert self.release.wait(30)
+            return real(ctype, doc, patch)
+
+        monkeypatch.setattr(handlers, "apply_patch", held)
+        body = {"data": {"a": "y"}}
+        self.thread = threading.Thread(
+            target=lambda: self.answers.append(
+                _patch(client, path, body, "application/merge-patch+json")[0]
+            )
+        )
+        self.thread.start()
+        assert self.entered.wait(30)
+
+    def finish(self) -> None:
+        self.release.set()
+        self.thread.join(30)
+
+
+def _other_call(client: kubernetes.client.ApiClient, *args: Any) -> Any:
+    """A call on a client of its own (the first one's connection is busy)."""
+    other = kubernetes.client.ApiClient(client.configuration)
+    other.set_default_header("Authorization", client.default_headers["Authorization"])
+    try:
+        return call(other, *args)
+    finally:
+        other.close()
+
+
 def test_other_requests_are_served_while_a_patch_is_applied(
     client: kubernetes.client.ApiClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The patch is applied off the server's loop: a request that comes meanwhile is
     answered before the patch is done (on the loop it would wait for it)."""
-    from sedna.embedded.apiserver import handlers
-
     path = _fresh(client, CM, {"metadata": {"name": "held"}, "data": {"a": "x"}})
-    entered, release = threading.Event(), threading.Event()
-    real = handlers.apply_patch
-
-    def held(ctype: str, doc: Any, patch: Any) -> Any:
-        entered.set()
-        assert release.wait(30)
-        return real(ctype, doc, patch)
-
-    monkeypatch.setattr(handlers, "apply_patch", held)
-    answers: list[int] = []
-    patcher = threading.Thread(
-        target=lambda: answers.append(
-            _patch(client, path, {"data": {"a": "y"}}, "application/merge-patch+json")[0]
-        )
-    )
-    patcher.start()
+    held = _HeldPatch(client, path, monkeypatch)
     try:
-        assert entered.wait(30)
-        other = kubernetes.client.ApiClient(client.configuration)
-        other.set_default_header("Authorization", client.default_headers["Authorization"])
-        try:
-            status, obj = call(other, "GET", path)  # while the patch is held
-        finally:
-            other.close()
+        status, obj = _other_call(client, "GET", path)  # while the patch is held
         assert status == 200 and obj["data"] == {"a": "x"}
     finally:
-        release.set()
-        patcher.join(30)
-    assert answers == [200]
+        held.finish()
+    assert held.answers == [200]
     assert call(client, "GET", path)[1]["data"] == {"a": "y"}
 
 
@@ -245,40 +267,13 @@ def test_a_write_while_a_patch_is_applied_is_kept(
 ) -> None:
     """A patch applied to an object that changed meanwhile is applied again to the
     new one, as kube-apiserver does: the other write is not lost."""
-    from sedna.embedded.apiserver import handlers
-
     path = _fresh(client, CM, {"metadata": {"name": "raced"}, "data": {"a": "x"}})
-    entered, release = threading.Event(), threading.Event()
-    real = handlers.apply_patch
-    calls: list[int] = []
-
-    def held(ctype: str, doc: Any, patch: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 1:
-            entered.set()
-            assert release.wait(30)
-        return real(ctype, doc, patch)
-
-    monkeypatch.setattr(handlers, "apply_patch", held)
-    answers: list[int] = []
-    patcher = threading.Thread(
-        target=lambda: answers.append(
-            _patch(client, path, {"data": {"a": "y"}}, "application/merge-patch+json")[0]
-        )
-    )
-    patcher.start()
+    held = _HeldPatch(client, path, monkeypatch)
     try:
-        assert entered.wait(30)
-        other = kubernetes.client.ApiClient(client.configuration)
-        other.set_default_header("Authorization", client.default_headers["Authorization"])
-        try:
-            _, current = call(other, "GET", path)
-            current["data"]["b"] = "z"
-            assert call(other, "PUT", path, current)[0] == 200
-        finally:
-            other.close()
+        _, current = _other_call(client, "GET", path)
+        current["data"]["b"] = "z"
+        assert _other_call(client, "PUT", path, current)[0] == 200
     finally:
-        release.set()
-        patcher.join(30)
-    assert answers == [200] and len(calls) == 2
+        held.finish()
+    assert held.answers == [200] and held.calls == 2
     assert call(client, "GET", path)[1]["data"] == {"a": "y", "b": "z"}
