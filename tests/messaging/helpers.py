@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import socket
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -134,3 +136,27 @@ def obj(
         "metadata": meta,
         "spec": dict(spec),
     }
+
+
+def upgraded_socket(
+    port: int, node: str, token: str | None = None, timeout: float = 5.0
+) -> socket.socket:
+    """A raw socket past the websocket upgrade as `node` (with a bearer `token`), for
+    tests that write frame bytes themselves."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    key = base64.b64encode(os.urandom(16)).decode()
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    sock.sendall(
+        (
+            f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            f"Sec-WebSocket-Version: 13\r\nNode-Name: {node}\r\n{auth}\r\n"
+        ).encode()
+    )
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = sock.recv(4096)
+        assert chunk, "the server closed the handshake"
+        answer += chunk
+    assert answer.startswith(b"HTTP/1.1 101"), answer[:80]
+    return sock

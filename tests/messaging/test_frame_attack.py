@@ -9,10 +9,7 @@ payload is read. An honest LC reports and receives throughout.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import os
-import socket
 import struct
 from collections.abc import Iterator
 from typing import Any
@@ -23,7 +20,7 @@ from sedna.runtime.config import WebsocketConfig
 from sedna.runtime.messaging import MessageLayer, UpstreamMessage
 from sedna.runtime.metrics import Metrics
 
-from .helpers import FakeLC, obj, sample, wait_until
+from .helpers import FakeLC, obj, sample, upgraded_socket, wait_until
 
 ATTACKERS = 20
 FRAME = 3_900_000
@@ -34,22 +31,7 @@ class RawLC:
     """An authenticated LC that writes frame bytes as it likes."""
 
     def __init__(self, port: int, node: str, token: str) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall(
-            (
-                f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                f"Sec-WebSocket-Version: 13\r\nNode-Name: {node}\r\n"
-                f"Authorization: Bearer {token}\r\n\r\n"
-            ).encode()
-        )
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            chunk = self.sock.recv(4096)
-            assert chunk, "the server closed the handshake"
-            answer += chunk
-        assert answer.startswith(b"HTTP/1.1 101"), answer[:80]
+        self.sock = upgraded_socket(port, node, token, timeout=10)
 
     def send(self, data: bytes) -> bool:
         """False once the server has cut the connection."""

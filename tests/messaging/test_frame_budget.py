@@ -10,10 +10,8 @@ throughout.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import os
-import socket
 import struct
 
 import pytest
@@ -23,7 +21,7 @@ from sedna.runtime.messaging import UpstreamMessage
 from sedna.runtime.metrics import Metrics
 
 from .conftest import LayerFactory
-from .helpers import FakeLC, obj, sample, wait_until
+from .helpers import FakeLC, obj, sample, upgraded_socket, wait_until
 
 FRAME_LIMIT = 1024 * 1024  # websocket.maxFrameBytes
 CAP = 2 * 1024 * 1024  # websocket.maxBufferedBytes
@@ -35,21 +33,7 @@ class HalfFrame:
     """A websocket client that announces a text frame and sends only part of it."""
 
     def __init__(self, port: int, node: str) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall(
-            (
-                f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                f"Sec-WebSocket-Version: 13\r\nNode-Name: {node}\r\n\r\n"
-            ).encode()
-        )
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            chunk = self.sock.recv(4096)
-            assert chunk, "the server closed the handshake"
-            answer += chunk
-        assert answer.startswith(b"HTTP/1.1 101"), answer[:80]
+        self.sock = upgraded_socket(port, node, timeout=5)
 
     def send_part(self, announced: int, sent: int) -> None:
         header = bytes([0x81, 0x80 | 127]) + struct.pack("!Q", announced) + os.urandom(4)

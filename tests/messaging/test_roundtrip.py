@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import os
 import socket
 import threading
 from typing import Any
@@ -15,7 +13,7 @@ from sedna.runtime.messaging import UpstreamMessage, UpstreamRegistry
 from sedna.runtime.metrics import Metrics
 
 from .conftest import LayerFactory
-from .helpers import FakeLC, obj, sample, wait_until
+from .helpers import FakeLC, obj, sample, upgraded_socket, wait_until
 
 
 def test_lc_receives_job_and_model_and_reports_status(
@@ -158,17 +156,7 @@ def test_queue_bound_drops_the_oldest_with_metric(
 
 def _silent_lc(port: int, node: str) -> socket.socket:
     """An LC that completes the upgrade and then never reads: it answers no ping."""
-    raw = socket.create_connection(("127.0.0.1", port), timeout=5)
-    key = base64.b64encode(os.urandom(16)).decode()
-    raw.sendall(
-        (
-            f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-            f"Sec-WebSocket-Version: 13\r\nNode-Name: {node}\r\n\r\n"
-        ).encode()
-    )
-    assert raw.recv(4096).startswith(b"HTTP/1.1 101")
-    return raw
+    return upgraded_socket(port, node)
 
 
 def test_a_live_connection_is_not_replaced(make_layer: LayerFactory, metrics: Metrics) -> None:
