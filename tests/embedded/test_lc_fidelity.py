@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,9 +11,9 @@ from sedna.embedded.lc import SimulatedLC
 from sedna.runtime.clock import FakeClock
 
 from .helpers import advance_until, wait_for
-from .test_lc import GM, NODE, NS, TOKEN, _find, clock, cond, gm, job, model, seed
+from .test_lc import GM, NODE, NS, TOKEN, _find, clock, cond, gm, job, lc, model, seed
 
-__all__ = ["clock", "gm"]  # fixtures
+__all__ = ["clock", "gm", "lc"]  # fixtures
 
 PB_OUT = {"models": [{"format": "pb", "url": "/output/train/1/model.pb"}]}
 
@@ -63,19 +62,6 @@ def _ticks(clock: FakeClock, n: int, step: float = 0.5) -> None:
 
 def _job_reports(gm: GM) -> list[dict[str, Any]]:
     return [r.content for r in gm.reports if r.kind == "incrementallearningjob"]
-
-
-@pytest.fixture()
-def lc(gm: GM, clock: FakeClock) -> Iterator[SimulatedLC]:
-    sim = SimulatedLC(
-        NODE, f"ws://127.0.0.1:{gm.port}/", token=TOKEN, clock=clock, reconnect_seconds=0.05
-    )
-    sim.start()
-    wait_for(sim.connected.is_set, "the LC to connect")
-    try:
-        yield sim
-    finally:
-        sim.stop()
 
 
 def test_a_list_valued_deploy_metric_is_0_and_does_not_deploy(
