@@ -33,6 +33,7 @@ from sedna.runtime.kube import NODES, KubeClient, KubeConfigError
 from sedna.runtime.leader import LeaderElector
 from sedna.runtime.observability import informers_of
 from sedna.runtime.plugin_api import FeatureController
+from sedna.runtime.stop_request import StopRequest
 from sedna.startup import StartupError, listen_errors, token_readiness
 
 
@@ -68,7 +69,7 @@ class Manager:
         self.plugins: LoadedPlugins | None = plugins
         self.features: list[_RunningFeature] = []
         self.health: HealthServer | None = None
-        self._stopped = threading.Event()
+        self._stopped = StopRequest()
         self._active = threading.Event()  # features built and controllers running
         self._startup_called = False  # the plugins' startup hooks were called
         self._stop_reason = ""

@@ -20,7 +20,6 @@ Event queued by a controller is lost.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -34,6 +33,7 @@ from sedna.runtime.config import GMConfig, describe_error
 from sedna.runtime.container import RuntimeContainer
 from sedna.runtime.context import ControllerContext
 from sedna.runtime.plugin_api import Feature, FeatureController, FeatureOptionsError
+from sedna.runtime.stop_request import StopRequest
 
 
 class FeatureStartError(RuntimeError):
@@ -44,20 +44,15 @@ class _StartCancelled(Exception):
     """`request_stop` came while `start` waited for the caches."""
 
 
-STOP_POLL_SECONDS = 0.25
+def wait_for_stop(stopped: StopRequest) -> None:
+    """Block the main thread until `stopped` is set.
 
-
-def wait_for_stop(stopped: threading.Event) -> None:
-    """Block the main thread until `stopped` is set, waking every `STOP_POLL_SECONDS`.
-
-    A Python signal handler runs in the main thread only once that thread runs again.
-    An untimed wait is never woken when the signal comes just as the thread goes back
-    to sleep (right after another signal, e.g. a SIGUSR1 dump) or is taken by another
-    thread: the SIGTERM handler would be due forever and the process never stop. A
-    timed wait runs a due handler within `STOP_POLL_SECONDS`.
+    A Python signal handler runs in the main thread only once that thread runs again,
+    so the wait is sliced (`StopRequest.wait`): a signal that comes just as the thread
+    goes back to sleep, or that another thread takes, is handled within a slice
+    instead of never; and the handler's `set` takes no lock the waiting thread holds.
     """
-    while not stopped.wait(STOP_POLL_SECONDS):
-        pass
+    stopped.wait()
 
 
 def validate_feature_options(feature: Feature, options: Mapping[str, Any] | None = None) -> Any:
@@ -169,7 +164,7 @@ class FeatureHost:
         self.features: list[HostedFeature] = []
         self._running: list[tuple[str, Any]] = []
         self._started = False
-        self._stopped = threading.Event()
+        self._stopped = StopRequest()
         self._stop_reason = ""
         self.uses_message_layer = False
 

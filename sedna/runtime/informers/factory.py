@@ -40,6 +40,7 @@ from loguru import logger
 from ..clock import Clock, RealClock
 from ..kube.client import DEFAULT_POOL_SIZE, KubeClient, ensure_pool_size
 from ..kube.resources import PODS, Resource
+from ..stop_request import StopFlag
 from .informer import InformerOptions, SharedInformer
 from .mutation import CacheMutationError, detector_enabled_by_env
 from .store import Lister
@@ -215,7 +216,7 @@ class SharedInformerFactory:
         ensure_pool_size(self.client.api_client, watches + DEFAULT_POOL_SIZE)
 
     def wait_for_cache_sync(
-        self, timeout: float | None = None, stop: threading.Event | None = None
+        self, timeout: float | None = None, stop: StopFlag | None = None
     ) -> bool:
         """Block until every started informer has synced; False on timeout or `stop`.
 
