@@ -249,12 +249,12 @@ def _apiserver_arguments(p: argparse.ArgumentParser) -> None:
 
 def _apiserver(args: argparse.Namespace) -> int:
     import ipaddress
-    import threading
     from pathlib import Path
 
     from sedna.embedded.manifests import ManifestError
     from sedna.embedded.standalone import ListenError, serve
     from sedna.embedded.state_lock import StateDirInUse
+    from sedna.runtime.stop_request import StopRequest
 
     try:
         loopback = ipaddress.ip_address(args.address).is_loopback
@@ -265,7 +265,7 @@ def _apiserver(args: argparse.Namespace) -> int:
         # machine only.
         return _fail(f"apiserver: --address {args.address}: only loopback addresses are allowed")
     configure_logging("WARNING")
-    stop = threading.Event()
+    stop = StopRequest()  # set from a signal handler: no lock
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:

@@ -9,7 +9,6 @@ embedded mode; without, they live in memory.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from sedna.embedded.crds import crd_manifests
 from sedna.embedded.manifests import create_if_absent, load_manifests
 from sedna.embedded.state_lock import StateLock
 from sedna.runtime.kube import KubeClient, api_client_from_config
+from sedna.runtime.stop_request import StopRequest
 
 STATE_DB_NAME = "state.db"
 
@@ -35,7 +35,7 @@ def serve(
     kubeconfig: Path,
     state_dir: Path | None,
     apply: Sequence[str],
-    stop: threading.Event,
+    stop: StopRequest,
     announce: Callable[[str], None],
 ) -> None:
     """Run the server until `stop` is set; `announce` gets the one line saying where."""
@@ -59,7 +59,7 @@ def _serve(
     kubeconfig: Path,
     db: Path | None,
     apply: Sequence[str],
-    stop: threading.Event,
+    stop: StopRequest,
     announce: Callable[[str], None],
 ) -> None:
     # kube-apiserver's Event TTL and PodGC, as in embedded mode (`housekeeping.py`)
