@@ -245,6 +245,7 @@ _EXPORTS: dict[str, str] = {
     "StalenessHook": "sedna.runtime.upstream",
     # events, metrics
     "EventRecorder": "sedna.runtime.events",
+    "coalesced_events": "sedna.runtime.events",
     "LeaderElector": "sedna.runtime.leader",
     "Metrics": "sedna.runtime.metrics",
 }
@@ -406,6 +407,7 @@ __all__ = [
     "check_pod_template",
     "checked_template",
     "clip",
+    "coalesced_events",
     "cond_data",
     "cond_data_from",
     "condition_fingerprint",
@@ -529,6 +531,7 @@ if TYPE_CHECKING:
     )
     from sedna.runtime.events import (
         EventRecorder,
+        coalesced_events,
     )
     from sedna.runtime.host import (
         FeatureHost,

@@ -56,6 +56,7 @@ from loguru import logger
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from sedna.runtime.clock import Clock, RealClock
+from sedna.runtime.events import coalesced_events
 from sedna.runtime.informers import SharedInformer
 from sedna.runtime.workqueue import (
     PrometheusWorkqueueMetrics,
@@ -411,7 +412,8 @@ class Controller:
     def _process(self, key: str) -> None:
         start = self.clock.now()
         try:
-            outcome = self.sync(key)
+            with coalesced_events():  # one Event for the sync's several about one object
+                outcome = self.sync(key)
         except TemporaryError as exc:
             label = self._temporary(key, exc)
         except PermanentError as exc:

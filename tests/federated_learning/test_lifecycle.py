@@ -88,6 +88,16 @@ def test_sample_gets_its_aggregator_service_and_one_training_pod_per_worker(
     status = api.status()
     assert status["startTime"] and (status["active"], status["succeeded"]) == (3, 0)
 
+    # One Event for the sync's four creates (each used to be a request of its own).
+    api.wait_event("SuccessfulCreate", workers["training-1"]["metadata"]["name"])
+    creates = [m for _, reason, m in api.event_list() if reason == "SuccessfulCreate"]
+    assert creates == [
+        f"Created Service {JOB}-aggregation (port 7363); "
+        f"Created aggregation worker pod {meta['name']}; "
+        f"Created training-0 worker pod {workers['training-0']['metadata']['name']}; "
+        f"Created training-1 worker pod {workers['training-1']['metadata']['name']}"
+    ]
+
 
 def test_the_job_reaches_every_training_node_and_leaves_it_on_delete(
     api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path

@@ -7,6 +7,11 @@ server URL), or only a master URL, or neither, meaning in-cluster config.
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
 import kubernetes.client
 import kubernetes.config
 from kubernetes.config.config_exception import ConfigException
@@ -21,9 +26,53 @@ class KubeConfigError(Exception):
     """No usable cluster configuration; the message says what was tried."""
 
 
-def _finish(cfg: kubernetes.client.Configuration, pool_size: int) -> kubernetes.client.ApiClient:
+# How often a loader's credential hook runs at most (tokens expire in minutes; the
+# kubeconfig loader treats a token as expired five minutes early).
+REFRESH_INTERVAL_SECONDS = 1.0
+
+
+def _finish(
+    cfg: kubernetes.client.Configuration, pool_size: int, *, host: str | None = None
+) -> kubernetes.client.ApiClient:
+    """The client; `host` (Sedna's `master`) replaces the kubeconfig's server for good."""
     cfg.connection_pool_maxsize = max(pool_size, cfg.connection_pool_maxsize or 0)
+    if host is not None:
+        cfg.host = host
+    hook = cfg.refresh_api_key_hook
+    if hook is not None:
+        cfg.refresh_api_key_hook = _AtMostEvery(REFRESH_INTERVAL_SECONDS, hook)
     return kubernetes.client.ApiClient(configuration=cfg)
+
+
+class _AtMostEvery:
+    """A credential hook run at most once per `seconds`, whichever thread asks.
+
+    The client runs the hook before every request. The kubeconfig loader's hook then
+    sets the whole configuration again (host, TLS files, proxy: the host setter reads
+    the environment's proxies), a sixth of the GM's CPU per write; and it set the
+    kubeconfig's server again, so a `master` given beside the kubeconfig was lost at
+    the first request. Here the hook runs on a configuration of its own, and only the
+    credentials it yields are copied. The token only changes on expiry, which the
+    loader checks minutes ahead.
+    """
+
+    def __init__(self, seconds: float, hook: Callable[[Any], None]) -> None:
+        self.seconds = seconds
+        self.hook = hook
+        self._scratch = kubernetes.client.Configuration()
+        self._lock = threading.Lock()
+        self._due = 0.0
+
+    def __call__(self, cfg: Any) -> None:
+        if time.monotonic() < self._due or not self._lock.acquire(blocking=False):
+            return  # fresh, or another thread refreshes right now
+        try:
+            self.hook(self._scratch)
+            self.hook = self._scratch.refresh_api_key_hook or self.hook  # it sets itself again
+            cfg.api_key.update(self._scratch.api_key)
+            self._due = time.monotonic() + self.seconds
+        finally:
+            self._lock.release()
 
 
 def api_client_from_config(
@@ -41,9 +90,7 @@ def api_client_from_config(
             kubernetes.config.load_kube_config(config_file=kube_config, client_configuration=cfg)  # type: ignore[no-untyped-call]
         except (ConfigException, OSError) as exc:
             raise KubeConfigError(f"kubeConfig {kube_config!r}: {exc}") from exc
-        if master:
-            cfg.host = master.rstrip("/")
-        return _finish(cfg, pool_size)
+        return _finish(cfg, pool_size, host=master.rstrip("/") if master else None)
     if master:
         return api_client_for_url(master, pool_size=pool_size)
     try:
