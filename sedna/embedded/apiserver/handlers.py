@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -297,7 +298,10 @@ class Handlers:
                 raise _page_not_found()
             dry = dry_run(verb, query.getall("dryRun", []))
             body = await _body(request)
-            created = self.ops.create(rt, ns, body, _field_validation(request), dry_run=dry)
+            if (request.content_length or 0) > _PARSE_OFF_LOOP_BYTES:
+                created = await self._create_off_loop(request, rt, ns, body, dry)
+            else:
+                created = self.ops.create(rt, ns, body, _field_validation(request), dry_run=dry)
             self._faults_after_commit(verb, resource)
             return _json_written(created, 201)
         if rt.namespaced and ns is None:
@@ -313,9 +317,12 @@ class Handlers:
         if verb == "update":
             dry = dry_run(verb, query.getall("dryRun", []))
             body = await _body(request)
-            updated = self.ops.update(
-                rt, ns, name, body, sub, _field_validation(request), dry_run=dry
-            )
+            if (request.content_length or 0) > _PARSE_OFF_LOOP_BYTES:
+                updated = await self._update_off_loop(request, rt, ns, name, body, sub, dry)
+            else:
+                updated = self.ops.update(
+                    rt, ns, name, body, sub, _field_validation(request), dry_run=dry
+                )
             self._faults_after_commit(verb, resource)
             return _json_written(updated)
         if verb == "patch":
@@ -391,29 +398,84 @@ class Handlers:
                 f"{', '.join(accepted)}",
             )
         patch = await _body(request)
-        # Applied off the loop (bounded work, see patch_budget), so other requests go on;
-        # a write to the object meanwhile means applying it again to that, as kube does.
+        field_validation = _field_validation(request)
+
+        def prepare(old: dict[str, Any]) -> dict[str, Any]:
+            new = apply_patch(ctype, self.ops.view(rt, old), patch)
+            if not isinstance(new, dict):
+                raise errors.bad_request("the patch did not produce an object")
+            meta = new.get("metadata")
+            if isinstance(meta, dict) and (
+                meta.get("name") != name or (rt.namespaced and meta.get("namespace") != ns)
+            ):
+                raise errors.bad_request(
+                    "metadata.name and metadata.namespace cannot be changed by a patch"
+                )
+            return self.ops.prepare_update(rt, old, new, sub, field_validation=field_validation)
+
+        return await self._commit_off_loop(rt, ns, name, sub, prepare, dry)
+
+    async def _create_off_loop(
+        self, request: web.Request, rt: ResourceType, ns: str | None, body: Any, dry: bool
+    ) -> dict[str, Any]:
+        """A POST of a large body: copied and checked off the loop, placed and stored on it.
+
+        Same checks in the same order as `Operations.create`; the name and namespace are
+        checked again after the off-loop schema check, since the store may have moved.
+        """
+        loop = asyncio.get_running_loop()
+        obj = await loop.run_in_executor(_PATCH_POOL, self.ops.decode_create, rt, body)
+        generated = not obj["metadata"].get("name")
+        self.ops.place_create(rt, ns, obj)
+        fv = _field_validation(request)
+        await loop.run_in_executor(_PATCH_POOL, self.ops._check_schema, rt, obj, fv)
+        self.ops.recheck_create(rt, obj, generated)
+        return self.ops.finish_create(rt, obj, dry_run=dry)
+
+    async def _update_off_loop(
+        self,
+        request: web.Request,
+        rt: ResourceType,
+        ns: str | None,
+        name: str,
+        body: Any,
+        sub: str | None,
+        dry: bool,
+    ) -> dict[str, Any]:
+        """A PUT of a large body: copied and checked off the loop like a patch."""
+        self.ops.check_put(rt, ns, name, body)
+        field_validation = _field_validation(request)
+
+        def prepare(old: dict[str, Any]) -> dict[str, Any]:
+            return self.ops.prepare_update(
+                rt, old, copy.deepcopy(body), sub, field_validation=field_validation
+            )
+
+        return await self._commit_off_loop(rt, ns, name, sub, prepare, dry)
+
+    async def _commit_off_loop(
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        name: str,
+        sub: str | None,
+        prepare: Callable[[dict[str, Any]], dict[str, Any]],
+        dry: bool,
+    ) -> dict[str, Any]:
+        """`prepare(current object)` on the pool, then the store on the loop.
+
+        The work in proportion to the object (the patch, its copy, the shape and schema
+        checks) runs off the loop (bounded, see patch_budget), so other requests go on;
+        the loop only stores. A write to the object meanwhile means preparing again
+        from that, as kube does.
+        """
         loop = asyncio.get_running_loop()
         for _ in range(_PATCH_ATTEMPTS):
             old = self.ops._current(rt, ns, name)
-            doc = self.ops.view(rt, old)
-            new = await loop.run_in_executor(_PATCH_POOL, apply_patch, ctype, doc, patch)
+            new = await loop.run_in_executor(_PATCH_POOL, prepare, old)
             if self.ops._current(rt, ns, name) is old:
-                break
-        else:
-            raise errors.conflict(rt.plural, name, rt.group)
-        if not isinstance(new, dict):
-            raise errors.bad_request("the patch did not produce an object")
-        meta = new.get("metadata")
-        if isinstance(meta, dict) and (
-            meta.get("name") != name or (rt.namespaced and meta.get("namespace") != ns)
-        ):
-            raise errors.bad_request(
-                "metadata.name and metadata.namespace cannot be changed by a patch"
-            )
-        return self.ops.commit_update(
-            rt, old, new, sub, field_validation=_field_validation(request), dry_run=dry
-        )
+                return self.ops.finish_update(rt, old, new, sub, dry_run=dry)
+        raise errors.conflict(rt.plural, name, rt.group)
 
     async def _delete_collection(
         self, request: web.Request, rt: ResourceType, ns: str | None

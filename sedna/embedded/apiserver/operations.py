@@ -201,6 +201,18 @@ class Operations:
         A dry run does all of it but the store and answers what would be stored, as
         kube does: no resourceVersion (none was assigned), the generated name filled in.
         """
+        obj = self.decode_create(rt, body)
+        self.place_create(rt, ns, obj)
+        self._check_schema(rt, obj, field_validation)
+        return self.finish_create(rt, obj, dry_run=dry_run)
+
+    def decode_create(self, rt: ResourceType, body: Any) -> dict[str, Any]:
+        """A copy of a POST's body, its shape checked; reads nothing of the store.
+
+        In proportion to the body's size: a large body is decoded off the event loop
+        (`handlers`), as is `_check_schema`; `place_create` and `finish_create` (the
+        store) stay on it.
+        """
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
         obj = copy.deepcopy(body)
@@ -211,6 +223,11 @@ class Operations:
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
         self._check_shape(rt, obj)
+        return obj
+
+    def place_create(self, rt: ResourceType, ns: str | None, obj: dict[str, Any]) -> None:
+        """Name, namespace and the fields the server sets, against the store as it is now."""
+        meta = obj["metadata"]
         if rt.namespaced:
             body_ns = meta.get("namespace")
             if body_ns and ns and body_ns != ns:
@@ -234,13 +251,7 @@ class Operations:
             self._validate_name(rt, name)
         nsv = self._require_namespace(rt, ns, name or meta.get("generateName", ""), True)
         if not name:
-            self._validate_name(rt, str(meta["generateName"]), "metadata.generateName")
-            for _ in range(20):
-                cand = generate_name(str(meta["generateName"]))
-                if self.store.get(rt.key, nsv, cand) is None:
-                    name = cand
-                    break
-            self._validate_name(rt, name)
+            name = self._generated_name(rt, nsv, meta)
         elif self.store.get(rt.key, nsv, name) is not None:
             raise errors.already_exists(rt.plural, name, rt.group)
         meta["name"] = name
@@ -258,7 +269,34 @@ class Operations:
         self._default(rt, obj)
         if rt.status_subresource and rt.custom:
             obj.pop("status", None)
-        self._check_schema(rt, obj, field_validation)
+
+    def _generated_name(self, rt: ResourceType, ns: str, meta: Mapping[str, Any]) -> str:
+        self._validate_name(rt, str(meta["generateName"]), "metadata.generateName")
+        name = ""
+        for _ in range(20):
+            cand = generate_name(str(meta["generateName"]))
+            if self.store.get(rt.key, ns, cand) is None:
+                name = cand
+                break
+        self._validate_name(rt, name)
+        return name
+
+    def recheck_create(self, rt: ResourceType, obj: dict[str, Any], generated: bool) -> None:
+        """After the schema was checked off the loop: the namespace still takes it and its
+        name is still free (a generated one is drawn again, as it would have been)."""
+        meta = obj["metadata"]
+        ns = self._require_namespace(rt, meta.get("namespace"), meta["name"], True)
+        if self.store.get(rt.key, ns, meta["name"]) is None:
+            return
+        if not generated:
+            raise errors.already_exists(rt.plural, meta["name"], rt.group)
+        meta["name"] = self._generated_name(rt, ns, meta)
+
+    def finish_create(
+        self, rt: ResourceType, obj: dict[str, Any], *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Store what `place_create` and the checks made (the loop: the store's one writer)."""
+        name = obj["metadata"]["name"]
         if rt.key == CRD_KEY:
             self._crd_accept(obj, dry_run)
         if dry_run:
@@ -377,6 +415,19 @@ class Operations:
         dry_run: bool = False,
     ) -> dict[str, Any]:
         """PUT on the object or its /status."""
+        self.check_put(rt, ns, name, body)
+        old = self._current(rt, ns, name)
+        return self.commit_update(
+            rt,
+            old,
+            copy.deepcopy(body),
+            subresource,
+            field_validation=field_validation,
+            dry_run=dry_run,
+        )
+
+    def check_put(self, rt: ResourceType, ns: str | None, name: str, body: Any) -> None:
+        """What a PUT's body must be before the object is even looked up (cheap)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
         self._check_kind(rt, body)
@@ -393,15 +444,6 @@ class Operations:
                 "the namespace of the provided object does not match the namespace sent on "
                 "the request"
             )
-        old = self._current(rt, ns, name)
-        return self.commit_update(
-            rt,
-            old,
-            copy.deepcopy(body),
-            subresource,
-            field_validation=field_validation,
-            dry_run=dry_run,
-        )
 
     def _current(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:
         obj = self.store.get(rt.key, (ns or "") if rt.namespaced else "", name)
@@ -425,6 +467,27 @@ class Operations:
         ``new`` is owned by this call (a copy). ``internal`` writes (GC, namespace
         controller) skip the resourceVersion precondition. A ``dry_run`` answers the
         object as it would be stored, still at the current resourceVersion (kube's).
+        """
+        new = self.prepare_update(
+            rt, old, new, subresource, internal=internal, field_validation=field_validation
+        )
+        return self.finish_update(rt, old, new, subresource, dry_run=dry_run)
+
+    def prepare_update(
+        self,
+        rt: ResourceType,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        subresource: str | None,
+        *,
+        internal: bool = False,
+        field_validation: str | None = None,
+    ) -> dict[str, Any]:
+        """The object an update would store, checked; reads nothing but `old` and `new`.
+
+        Work in proportion to the object's size (shape and schema checks, the spec
+        compare), so a large object is prepared off the event loop (`handlers`);
+        `finish_update` stores it if `old` is still the current object.
         """
         ometa = old["metadata"]
         nmeta = new.get("metadata")
@@ -481,6 +544,18 @@ class Operations:
             if subresource == "status":
                 self._check_shape(rt, new)  # the stored object with the new status
             self._check_schema(rt, new, field_validation)
+        return new
+
+    def finish_update(
+        self,
+        rt: ResourceType,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        subresource: str | None,
+        *,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Store what `prepare_update` made of `old` (on the loop: the store's one writer)."""
         if new == old:
             return self.view(rt, old)  # no-op writes do not bump resourceVersion
         if dry_run:
