@@ -10,8 +10,11 @@ round of one GM:
 2. idle, no objects: CPU ms/s of the GM process over `--idle-seconds`, and its RSS;
 3. create the inputs of `--jobs` jobs of a kind with 4 writer threads (FL: Sedna's
    surface-defect-detection example, one Model and two Datasets shared, jobs renamed;
-   JI: the helmet-detection example), wait until every job has what the GM makes for it
-   (FL: its aggregation Service and 3 worker pods; JI: 2 Deployments and a Service);
+   JI: the helmet-detection example; the multi-edge kinds OS, FE, ReID and VA: their
+   examples), wait until every job has what the GM makes for it (FL: its aggregation
+   Service and 3 worker pods; JI: 2 Deployments and a Service; OS: 2 tracking pods, 2
+   Deployments, 2 Services; FE: a Deployment and a Service; ReID: a pod; VA: a pod and
+   a Service);
 4. CPU per job (the GM process's user+system time from the first create to the last
    job done, per job), wall for the same span, peak RSS (VmHWM);
 5. idle with the jobs present and nothing changing: CPU ms/s again.
@@ -20,7 +23,7 @@ Nothing runs a worker (pods stay Pending) and no LC connects: the kinds measured
 those whose work is driven without an LC. Each figure is the median over `--rounds`
 with its range; the ratios are this GM's over Go's.
 
-Run: `python bench/bench_vs_sedna.py [--kinds fl,ji] [--jobs N] [--rounds R]
+Run: `python bench/bench_vs_sedna.py [--kinds fl,ji,os,fe,reid,va] [--jobs N] [--rounds R]
 [--idle-seconds S]`. Needs Sedna's Go GM (`$SEDNA_GO_GM_BIN`, else
 `../shared/sedna-bin/sedna-gm` beside the checkout): without it, it says so and exits 0.
 Writes `bench/results/vs_sedna.json`.
@@ -80,13 +83,13 @@ def memory_mb(pid: int, key: str) -> float:
     return 0.0
 
 
-def wait_for(probe: Callable[[], Any], what: str, timeout: float) -> Any:
+def wait_for(probe: Callable[[], Any], what: str, timeout: float, step: float = 0.2) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = probe()
         if got:
             return got
-        time.sleep(0.2)
+        time.sleep(step)
     raise SystemExit(f"timed out after {timeout:g} s waiting for {what}")
 
 
@@ -96,6 +99,7 @@ def wait_for(probe: Callable[[], Any], what: str, timeout: float) -> Any:
 class Proc:
     def __init__(self, argv: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.log = log
+        self.metrics_port = 0  # ours: where /readyz answers
         with open(log, "ab") as out:
             self.proc = subprocess.Popen(
                 argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
@@ -126,7 +130,7 @@ def start_apiserver(folder: Path) -> tuple[Proc, Path]:
     return proc, kubeconfig
 
 
-def start_ours(folder: Path, kubeconfig: Path) -> Proc:
+def start_ours(folder: Path, kubeconfig: Path, *, wait: bool = True) -> Proc:
     config = yaml.safe_load((ROOT / "config" / "gm.cluster.yaml").read_text())
     config["kubeConfig"] = str(kubeconfig)
     config["websocket"].update(address="127.0.0.1", port=free_port(), auth="none")
@@ -137,8 +141,9 @@ def start_ours(folder: Path, kubeconfig: Path) -> Proc:
     path = folder / "gm.yaml"
     path.write_text(yaml.safe_dump(config))
     proc = Proc([sys.executable, "-m", "sedna.cli", "--config", str(path)], folder / "gm.log")
-    port = config["metrics"]["port"]
-    wait_for(lambda: _http_ok(f"http://127.0.0.1:{port}/readyz"), "our GM's /readyz", 120)
+    port = proc.metrics_port = config["metrics"]["port"]
+    if wait:
+        wait_for(lambda: _http_ok(f"http://127.0.0.1:{port}/readyz"), "our GM's /readyz", 120)
     return proc
 
 
@@ -213,6 +218,36 @@ KINDS = {
         "jointinferenceservice.sedna.io/name",
         {"deployments": 2, "services": 1},
     ),
+    # The multi-edge kinds Sedna's Go GM has a controller for (ObjectTrackingService:
+    # none, so nothing to compare).
+    "os": Kind(
+        "ObjectSearchService",
+        [],
+        _docs("object-search-service/object-search-service.yaml")[0],
+        "objectsearchservice.sedna.io/name",
+        {"pods": 2, "deployments": 2, "services": 2},
+    ),
+    "fe": Kind(
+        "FeatureExtractionService",
+        _docs("feature-extraction-service/01-model.yaml"),
+        _docs("feature-extraction-service/02-feature-extraction-service.yaml")[0],
+        "featureextractionservice.sedna.io/name",
+        {"deployments": 1, "services": 1},
+    ),
+    "reid": Kind(
+        "ReidJob",
+        [],
+        _docs("reid-job/reid-job.yaml")[0],
+        "reidjob.sedna.io/name",
+        {"pods": 1},
+    ),
+    "va": Kind(
+        "VideoAnalyticsJob",
+        _docs("video-analytics-job/01-model.yaml"),
+        _docs("video-analytics-job/02-video-analytics-job.yaml")[0],
+        "videoanalyticsjob.sedna.io/name",
+        {"pods": 1, "services": 1},
+    ),
 }
 
 
@@ -227,6 +262,7 @@ def create_inputs(kubeconfig: Path, ns: str, kind: Kind, jobs: int) -> None:
     kube = KubeClient(api_client_from_config(str(kubeconfig), ""))
     kube.resource(NAMESPACES).create(None, {"metadata": {"name": ns}})
     for doc in kind.shared:
+        doc = {**doc, "metadata": {k: v for k, v in doc["metadata"].items() if k != "namespace"}}
         kube.resource(sedna_resource(_plural(doc["kind"]))).create(ns, doc)
     res = kube.resource(sedna_resource(_plural(kind.name)))
 
@@ -304,7 +340,7 @@ def summary(runs: list[float]) -> dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--kinds", default="fl,ji")
+    ap.add_argument("--kinds", default="fl,ji,os,fe,reid,va")
     ap.add_argument("--jobs", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--idle-seconds", type=float, default=20.0)
