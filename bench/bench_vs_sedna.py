@@ -20,10 +20,14 @@ round of one GM:
 5. idle with the jobs present and nothing changing: CPU ms/s again.
 
 Nothing runs a worker (pods stay Pending) and no LC connects: the kinds measured are
-those whose work is driven without an LC. Each figure is the median over `--rounds`
+those whose work is driven without an LC. `ds` is the Dataset fan-out instead: a
+scripted LC (`sedna.testing.LCBase`, the Go LC's protocol) connects for one node,
+`--jobs` Datasets on that node are created, and CPU per job is per Dataset until the
+LC has received every one. (Sedna sends a Model to an LC only inside a job's message:
+there is no Model fan-out of its own to measure.) Each figure is the median over `--rounds`
 with its range; the ratios are this GM's over Go's.
 
-Run: `python bench/bench_vs_sedna.py [--kinds fl,ji,os,fe,reid,va] [--jobs N] [--rounds R]
+Run: `python bench/bench_vs_sedna.py [--kinds fl,ji,os,fe,reid,va,ds] [--jobs N] [--rounds R]
 [--idle-seconds S]`. Needs Sedna's Go GM (`$SEDNA_GO_GM_BIN`, else
 `../shared/sedna-bin/sedna-gm` beside the checkout): without it, it says so and exits 0.
 Writes `bench/results/vs_sedna.json`.
@@ -100,6 +104,7 @@ class Proc:
     def __init__(self, argv: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.log = log
         self.metrics_port = 0  # ours: where /readyz answers
+        self.ws_port = 0  # the LC websocket
         with open(log, "ab") as out:
             self.proc = subprocess.Popen(
                 argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
@@ -142,6 +147,7 @@ def start_ours(folder: Path, kubeconfig: Path, *, wait: bool = True) -> Proc:
     path.write_text(yaml.safe_dump(config))
     proc = Proc([sys.executable, "-m", "sedna.cli", "--config", str(path)], folder / "gm.log")
     port = proc.metrics_port = config["metrics"]["port"]
+    proc.ws_port = config["websocket"]["port"]
     if wait:
         wait_for(lambda: _http_ok(f"http://127.0.0.1:{port}/readyz"), "our GM's /readyz", 120)
     return proc
@@ -158,6 +164,7 @@ def start_go(folder: Path, kubeconfig: Path, binary: Path) -> Proc:
     path = folder / "gm-config.yaml"
     path.write_text(yaml.safe_dump(config))
     proc = Proc([str(binary), "--config", str(path)], folder / "gm.log")
+    proc.ws_port = port
     wait_for(lambda: _listening(port), "the Go GM's websocket port", 120)
     return proc
 
@@ -333,14 +340,89 @@ def one_round(gm: str, kind_key: str, jobs: int, idle_s: float, go: Path) -> dic
             api.stop()
 
 
+# -- Dataset fan-out to a node's LC ------------------------------------------------------
+
+FANOUT_NODE = "edge-node"
+
+
+def _lc(port: int) -> Any:
+    from sedna.testing import LCBase
+
+    try:
+        return LCBase(port, FANOUT_NODE)
+    except OSError:
+        return None
+
+
+def create_datasets(kubeconfig: Path, ns: str, count: int) -> None:
+    from sedna.runtime import KubeClient, api_client_from_config, sedna_resource
+    from sedna.runtime.kube import NAMESPACES
+
+    kube = KubeClient(api_client_from_config(str(kubeconfig), ""))
+    kube.resource(NAMESPACES).create(None, {"metadata": {"name": ns}})
+    res = kube.resource(sedna_resource("datasets"))
+    template = _docs("incremental-learning/02-dataset.yaml")[0]
+
+    def create(i: int) -> None:
+        doc = copy.deepcopy(template)
+        doc["metadata"] = {"name": f"ds-{i:05d}"}
+        doc["spec"]["nodeName"] = FANOUT_NODE
+        res.create(ns, doc)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(create, range(count)))
+
+
+def fanout_round(gm: str, count: int, idle_s: float, go: Path) -> dict[str, float]:
+    """`count` Datasets on one node, until the node's LC (a scripted client) has each."""
+    with tempfile.TemporaryDirectory(prefix=f"vs-sedna-fanout-{gm}-") as tmp:
+        folder = Path(tmp)
+        api, kubeconfig = start_apiserver(folder)
+        proc: Proc | None = None
+        lc: Any = None
+        try:
+            proc = start_ours(folder, kubeconfig) if gm == "ours" else start_go(
+                folder, kubeconfig, go)  # fmt: skip
+            port = proc.ws_port
+            lc = wait_for(lambda: _lc(port), f"the {gm} GM's LC websocket", 60)
+            time.sleep(2.0)
+            out = {"idle_cpu_ms_s": idle_cpu(proc.pid, idle_s),
+                   "idle_rss_mb": memory_mb(proc.pid, "VmRSS")}  # fmt: skip
+            cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
+            creator = threading.Thread(target=create_datasets, args=(kubeconfig, "bench", count))
+            creator.start()
+            wait_for(
+                lambda: len({m.name for m in lc.select("dataset")}) >= count,
+                f"{count} Datasets at the LC of the {gm} GM",
+                1800,
+            )
+            creator.join()
+            out["wall_s"] = time.monotonic() - t0
+            out["cpu_ms_per_job"] = 1000 * (cpu_seconds(proc.pid) - cpu0) / count
+            out["peak_rss_mb"] = memory_mb(proc.pid, "VmHWM")
+            time.sleep(2.0)
+            out["idle_cpu_with_jobs_ms_s"] = idle_cpu(proc.pid, idle_s)
+            return out
+        finally:
+            if lc is not None:
+                lc.close()
+            if proc is not None:
+                proc.stop()
+            api.stop()
+
+
 def summary(runs: list[float]) -> dict[str, float]:
     return {"median": round(statistics.median(runs), 2), "min": round(min(runs), 2),
             "max": round(max(runs), 2)}  # fmt: skip
 
 
+def _name(key: str) -> str:
+    return "Dataset (fan-out to a node's LC)" if key == "ds" else KINDS[key].name
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--kinds", default="fl,ji,os,fe,reid,va")
+    ap.add_argument("--kinds", default="fl,ji,os,fe,reid,va,ds")
     ap.add_argument("--jobs", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--idle-seconds", type=float, default=20.0)
@@ -357,15 +439,19 @@ def main() -> int:
         "idle_seconds": args.idle_seconds,
         "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "load_average_at_start": round(os.getloadavg()[0], 2),
         "kinds": {},
     }
     for key in args.kinds.split(","):
         runs: dict[str, list[dict[str, float]]] = {"go": [], "ours": []}
         for r in range(args.rounds):
             for gm in ("go", "ours"):  # in turns, never at once
-                got = one_round(gm, key, args.jobs, args.idle_seconds, go)
+                if key == "ds":
+                    got = fanout_round(gm, args.jobs, args.idle_seconds, go)
+                else:
+                    got = one_round(gm, key, args.jobs, args.idle_seconds, go)
                 runs[gm].append(got)
-                print(f"{KINDS[key].name} round {r + 1} {gm}: "
+                print(f"{_name(key)} round {r + 1} {gm}: "
                       + ", ".join(f"{k} {v:.2f}" for k, v in got.items()), flush=True)  # fmt: skip
         figures = {
             gm: {m: summary([run[m] for run in rs]) for m in rs[0]} for gm, rs in runs.items()
@@ -375,8 +461,9 @@ def main() -> int:
             for m in figures["ours"]
             if figures["go"][m]["median"] > 0
         }
-        result["kinds"][KINDS[key].name] = {"figures": figures, "ratio_ours_to_go": ratios}
-        print(json.dumps({KINDS[key].name: {"ratio_ours_to_go": ratios}}, indent=2))
+        result["kinds"][_name(key)] = {"figures": figures, "ratio_ours_to_go": ratios}
+        print(json.dumps({_name(key): {"ratio_ours_to_go": ratios}}, indent=2))
+    result["load_average_at_end"] = round(os.getloadavg()[0], 2)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(
