@@ -49,7 +49,7 @@ class _AtMostEvery:
 
     The client runs the hook before every request. The kubeconfig loader's hook then
     sets the whole configuration again (host, TLS files, proxy: the host setter reads
-    the environment's proxies), a sixth of the GM's CPU per write; and it set the
+    the environment's proxies), about a tenth of the GM's CPU per write; and it set the
     kubeconfig's server again, so a `master` given beside the kubeconfig was lost at
     the first request. Here the hook runs on a configuration of its own, and only the
     credentials it yields are copied. The token only changes on expiry, which the
