@@ -94,12 +94,12 @@ class SQLitePersister:
         row = self.conn.execute("SELECT v FROM meta WHERE k='rv'").fetchone()
         return int(row[0]) if row else 0
 
-    def load(self) -> Iterator[tuple[Key, dict[str, Any]]]:
-        """Every stored object."""
+    def load(self) -> Iterator[tuple[Key, dict[str, Any], int]]:
+        """Every stored object, with the size of its JSON."""
         for grp, plural, _ns, _name, body in self.conn.execute(
             "SELECT grp, plural, ns, name, body FROM objects"
         ):
-            yield (grp, plural), orjson.loads(body)
+            yield (grp, plural), orjson.loads(body), len(body)
 
     def close(self) -> None:
         """Checkpoint and close the file."""

@@ -192,10 +192,10 @@ class APIServer:
         if self.persister is None:
             return
         rv = self.persister.rv()
-        for key, obj in self.persister.load():
+        for key, obj, size in self.persister.load():
             if key == CRD_KEY:
                 self.registry.add_crd(obj)
-            self.store.load(key, obj)
+            self.store.load(key, obj, size)
         self.store.rv = max(self.store.rv, rv)
         self.hub.compacted_rv = self.store.rv
 

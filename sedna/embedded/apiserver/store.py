@@ -3,9 +3,11 @@ resourceVersion counter.
 
 It is deliberately dumb: it assigns resourceVersions, keeps indexes (uid, owner uid)
 and emits events; what a write *means* (defaulting, conflicts, finalizers) is decided
-in ``operations``. All calls happen on the server's loop thread, so there is no lock.
-Stored dicts are never mutated after they are stored: writers replace them, which lets
-readers serialize them and watchers share them without copies.
+in ``operations``. Every write happens on the server's loop thread, so there is no lock;
+drafts of large writes worked out on the write pool (``writes``) may ``get`` (single
+dict lookups, atomic under the GIL), and the loop checks what they read again before
+it commits them. Stored dicts are never mutated after they are stored: writers replace
+them, which lets readers serialize them and watchers share them without copies.
 
 Durable first: a write goes to the persister before memory, the indexes and the watch
 feed see it. A write the persister refuses (a full disk) raises a 500 and changes
@@ -20,7 +22,7 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from .bodies import encode_object
+from .bodies import LARGE_BYTES, Encoded, encode_object
 from .errors import APIError
 from .keyorder import KeyOrder, Snapshot, etcd_key, key_range, object_key
 from .store_health import StoreHealth, describe
@@ -65,6 +67,8 @@ class Store:
         self.by_uid: dict[str, ObjId] = {}
         # owner uid -> dependents' ids; garbage collection walks this
         self.dependents: dict[str, set[ObjId]] = {}
+        # objects whose JSON passes LARGE_BYTES: their writes are worked out off the loop
+        self.large: set[ObjId] = set()
 
     def get(self, key: Key, ns: str, name: str) -> dict[str, Any] | None:
         """The stored object or None."""
@@ -136,14 +140,29 @@ class Store:
         if self.persister is not None:
             self.persister.probe(self.rv)
 
-    def put(self, key: Key, obj: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
-        """Store a new version (ADDED if ``old`` is None, else MODIFIED) with a fresh rv."""
+    def is_large(self, key: Key, ns: str, name: str) -> bool:
+        """Whether the stored object's JSON passes ``LARGE_BYTES``."""
+        return (key, ns, name) in self.large
+
+    def put(
+        self,
+        key: Key,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        encoded: Encoded | None = None,
+    ) -> dict[str, Any]:
+        """Store a new version (ADDED if ``old`` is None, else MODIFIED) with a fresh rv.
+
+        ``encoded``: ``obj`` already encoded (off the loop) but for its version, which
+        is spliced in here; else ``obj`` is encoded here.
+        """
         rv = self.rv + 1
         meta = obj["metadata"]
         previous_rv = meta.get("resourceVersion")
         meta["resourceVersion"] = str(rv)
         try:
-            raw = encode_object(obj)  # refuse what could not be served back, before storing
+            # refuse what could not be served back, before storing
+            raw = encode_object(obj) if encoded is None else encoded.with_rv(str(rv))
             ns = meta.get("namespace", "")
             name = meta["name"]
             self._durable(lambda p: p.save(key, ns, name, obj, rv, raw))
@@ -161,7 +180,7 @@ class Store:
         oid = (key, ns, name)
         if old is not None:
             self._unindex(oid, old)
-        self._index(oid, obj)
+        self._index(oid, obj, len(raw))
         self.hub.publish(Event("ADDED" if old is None else "MODIFIED", key, ns, obj, old, rv, raw))
         return obj
 
@@ -182,17 +201,21 @@ class Store:
         self.hub.publish(Event("DELETED", key, ns, final, obj, rv))
         return final
 
-    def load(self, key: Key, obj: dict[str, Any]) -> None:
-        """Insert an object as it was persisted (no event, no new rv)."""
+    def load(self, key: Key, obj: dict[str, Any], size: int = 0) -> None:
+        """Insert an object as it was persisted (no event, no new rv); ``size``: its JSON's."""
         meta = obj["metadata"]
         oid = (key, meta.get("namespace", ""), meta["name"])
         bucket = self.objects.setdefault(key, {})
         if (oid[1], oid[2]) not in bucket:
             self._order(key).add(etcd_key((oid[1], oid[2])))
         bucket[(oid[1], oid[2])] = obj
-        self._index(oid, obj)
+        self._index(oid, obj, size)
 
-    def _index(self, oid: ObjId, obj: dict[str, Any]) -> None:
+    def _index(self, oid: ObjId, obj: dict[str, Any], size: int) -> None:
+        if size > LARGE_BYTES:
+            self.large.add(oid)
+        else:
+            self.large.discard(oid)
         meta = obj["metadata"]
         uid = meta.get("uid")
         if uid:
@@ -203,6 +226,7 @@ class Store:
                 self.dependents.setdefault(ouid, set()).add(oid)
 
     def _unindex(self, oid: ObjId, obj: dict[str, Any]) -> None:
+        self.large.discard(oid)
         meta = obj["metadata"]
         uid = meta.get("uid")
         if uid and self.by_uid.get(uid) == oid:
