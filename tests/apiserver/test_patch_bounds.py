@@ -207,12 +207,12 @@ class _HeldPatch:
     def __init__(
         self, client: kubernetes.client.ApiClient, path: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from sedna.embedded.apiserver import handlers
+        from sedna.embedded.apiserver import writes
 
         self.entered, self.release = threading.Event(), threading.Event()
         self.calls = 0
         self.answers: list[int] = []
-        real = handlers.apply_patch
+        real = writes.apply_patch
 
         def held(ctype: str, doc: Any, patch: Any) -> Any:
             self.calls += 1
@@ -221,7 +221,7 @@ class _HeldPatch:
                 assert self.release.wait(30)
             return real(ctype, doc, patch)
 
-        monkeypatch.setattr(handlers, "apply_patch", held)
+        monkeypatch.setattr(writes, "apply_patch", held)
         body = {"data": {"a": "y"}}
         self.thread = threading.Thread(
             target=lambda: self.answers.append(

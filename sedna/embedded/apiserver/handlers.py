@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -38,17 +36,13 @@ from .authorization import AccessAttributes
 from .dryrun import dry_run
 from .errors import APIError
 from .negotiation import Target
-from .patches import (
-    APPLY_PATCH,
-    JSON_PATCH,
-    MERGE_PATCH,
-    STRATEGIC_PATCH,
-    apply_patch,
-)
+from .patches import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
+from .pool import off_loop
 from .resources import CRD_KEY, POD_KEY, ResourceType
 from .selectors import combine, parse_field_selector, parse_label_selector
 from .watch import Watcher, translate
 from .watch_queue import EventQueue
+from .writes import Writes, Written
 
 # kube-apiserver answers these to anyone (system:public-info-viewer): probes carry no token.
 PUBLIC_PATHS = frozenset(("/healthz", "/livez", "/readyz", "/version"))
@@ -60,11 +54,6 @@ JSON_HEADERS = {"Content-Type": "application/json"}
 # kube's cacher: bookmarks about once a minute, and this long before a watch's deadline
 DEFAULT_BOOKMARK_FREQUENCY = 60.0
 PRE_TIMEOUT_BOOKMARK = 2.0
-# Patches are applied (and large bodies decoded) on these threads; two keep a flood of
-# them from taking every core.
-_PATCH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apiserver-patch")
-_PATCH_ATTEMPTS = 5
-_PARSE_OFF_LOOP_BYTES = 256 * 1024
 _METHOD_VERB = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -72,9 +61,10 @@ def _json(body: Any, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(body), status=status, headers=JSON_HEADERS)
 
 
-def _json_written(body: Any, status: int = 200) -> web.Response:
+def _json_written(written: Written, status: int = 200) -> web.Response:
     """A write's answer, with kube's warnings for the unknown fields it pruned."""
-    resp = _json(body, status)
+    raw = written.raw if written.raw is not None else orjson.dumps(written.obj)
+    resp = web.Response(body=raw, status=status, headers=JSON_HEADERS)
     for warning in schema_validation.pruned_warnings():
         resp.headers.add("Warning", warning)
     return resp
@@ -103,6 +93,7 @@ class Handlers:
     def __init__(self, server: APIServer) -> None:
         self.srv = server
         self.ops = server.ops
+        self.writes = Writes(server.ops)
         self.registry = server.registry
         self.hub = server.hub
         self.faults = server.faults
@@ -297,11 +288,10 @@ class Handlers:
             if rt.namespaced and ns is None:
                 raise _page_not_found()
             dry = dry_run(verb, query.getall("dryRun", []))
-            body = await _body(request)
-            if (request.content_length or 0) > _PARSE_OFF_LOOP_BYTES:
-                created = await self._create_off_loop(request, rt, ns, body, dry)
-            else:
-                created = self.ops.create(rt, ns, body, _field_validation(request), dry_run=dry)
+            body, size = await _body(request)
+            created = await self.writes.create(
+                rt, ns, body, size, _field_validation(request), dry_run=dry
+            )
             self._faults_after_commit(verb, resource)
             return _json_written(created, 201)
         if rt.namespaced and ns is None:
@@ -316,13 +306,10 @@ class Handlers:
             )
         if verb == "update":
             dry = dry_run(verb, query.getall("dryRun", []))
-            body = await _body(request)
-            if (request.content_length or 0) > _PARSE_OFF_LOOP_BYTES:
-                updated = await self._update_off_loop(request, rt, ns, name, body, sub, dry)
-            else:
-                updated = self.ops.update(
-                    rt, ns, name, body, sub, _field_validation(request), dry_run=dry
-                )
+            body, size = await _body(request)
+            updated = await self.writes.update(
+                rt, ns, name, body, size, sub, _field_validation(request), dry_run=dry
+            )
             self._faults_after_commit(verb, resource)
             return _json_written(updated)
         if verb == "patch":
@@ -386,7 +373,7 @@ class Handlers:
 
     async def _patch(
         self, request: web.Request, rt: ResourceType, ns: str | None, name: str, sub: str | None
-    ) -> dict[str, Any]:
+    ) -> Written:
         dry = dry_run("patch", request.query.getall("dryRun", []))
         ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
         accepted = [JSON_PATCH, MERGE_PATCH] + ([] if rt.custom else [STRATEGIC_PATCH])
@@ -397,85 +384,11 @@ class Handlers:
                 f"the body of the request was in an unknown format - accepted media types include: "
                 f"{', '.join(accepted)}",
             )
-        patch = await _body(request)
-        field_validation = _field_validation(request)
-
-        def prepare(old: dict[str, Any]) -> dict[str, Any]:
-            new = apply_patch(ctype, self.ops.view(rt, old), patch)
-            if not isinstance(new, dict):
-                raise errors.bad_request("the patch did not produce an object")
-            meta = new.get("metadata")
-            if isinstance(meta, dict) and (
-                meta.get("name") != name or (rt.namespaced and meta.get("namespace") != ns)
-            ):
-                raise errors.bad_request(
-                    "metadata.name and metadata.namespace cannot be changed by a patch"
-                )
-            return self.ops.prepare_update(rt, old, new, sub, field_validation=field_validation)
-
-        return await self._commit_off_loop(rt, ns, name, sub, prepare, dry)
-
-    async def _create_off_loop(
-        self, request: web.Request, rt: ResourceType, ns: str | None, body: Any, dry: bool
-    ) -> dict[str, Any]:
-        """A POST of a large body: copied and checked off the loop, placed and stored on it.
-
-        Same checks in the same order as `Operations.create`; the name and namespace are
-        checked again after the off-loop schema check, since the store may have moved.
-        """
-        loop = asyncio.get_running_loop()
-        obj = await loop.run_in_executor(_PATCH_POOL, self.ops.decode_create, rt, body)
-        generated = not obj["metadata"].get("name")
-        self.ops.place_create(rt, ns, obj)
-        fv = _field_validation(request)
-        await loop.run_in_executor(_PATCH_POOL, self.ops._check_schema, rt, obj, fv)
-        self.ops.recheck_create(rt, obj, generated)
-        return self.ops.finish_create(rt, obj, dry_run=dry)
-
-    async def _update_off_loop(
-        self,
-        request: web.Request,
-        rt: ResourceType,
-        ns: str | None,
-        name: str,
-        body: Any,
-        sub: str | None,
-        dry: bool,
-    ) -> dict[str, Any]:
-        """A PUT of a large body: copied and checked off the loop like a patch."""
-        self.ops.check_put(rt, ns, name, body)
-        field_validation = _field_validation(request)
-
-        def prepare(old: dict[str, Any]) -> dict[str, Any]:
-            return self.ops.prepare_update(
-                rt, old, copy.deepcopy(body), sub, field_validation=field_validation
-            )
-
-        return await self._commit_off_loop(rt, ns, name, sub, prepare, dry)
-
-    async def _commit_off_loop(
-        self,
-        rt: ResourceType,
-        ns: str | None,
-        name: str,
-        sub: str | None,
-        prepare: Callable[[dict[str, Any]], dict[str, Any]],
-        dry: bool,
-    ) -> dict[str, Any]:
-        """`prepare(current object)` on the pool, then the store on the loop.
-
-        The work in proportion to the object (the patch, its copy, the shape and schema
-        checks) runs off the loop (bounded, see patch_budget), so other requests go on;
-        the loop only stores. A write to the object meanwhile means preparing again
-        from that, as kube does.
-        """
-        loop = asyncio.get_running_loop()
-        for _ in range(_PATCH_ATTEMPTS):
-            old = self.ops._current(rt, ns, name)
-            new = await loop.run_in_executor(_PATCH_POOL, prepare, old)
-            if self.ops._current(rt, ns, name) is old:
-                return self.ops.finish_update(rt, old, new, sub, dry_run=dry)
-        raise errors.conflict(rt.plural, name, rt.group)
+        patch, _ = await _body(request)
+        # applied and checked off the loop (bounded work, see patch_budget and writes)
+        return await self.writes.patch(
+            rt, ns, name, sub, ctype, patch, _field_validation(request), dry_run=dry
+        )
 
     async def _delete_collection(
         self, request: web.Request, rt: ResourceType, ns: str | None
@@ -696,7 +609,8 @@ async def _read_bounded(request: web.Request) -> bytes:
         raise bodies.cut_slow_body(request) from None
 
 
-async def _body(request: web.Request) -> Any:
+async def _body(request: web.Request) -> tuple[Any, int]:
+    """The decoded body and its size in bytes."""
     ctype = request.headers.get("Content-Type", "")
     if "cbor" in ctype:
         # Like kube-apiserver with a serializer it lacks: 415, so clients retry as JSON.
@@ -711,19 +625,18 @@ async def _body(request: web.Request) -> Any:
         raise errors.bad_request("the request body is empty")
     if "protobuf" in ctype:
         # kubectl's imperative `create` of built-in kinds; other kinds get a 415 from there.
-        return bodies.check_depth(protobuf.decode(raw))
+        return bodies.check_depth(protobuf.decode(raw)), len(raw)
     try:
-        if len(raw) > _PARSE_OFF_LOOP_BYTES:
+        if len(raw) > bodies.LARGE_BYTES:
             # decoding and the depth walk of MBs take tens of ms: off the loop as well
-            return await asyncio.get_running_loop().run_in_executor(
-                _PATCH_POOL, bodies.load_json, raw
-            )
-        return bodies.load_json(raw)
+            return await off_loop(bodies.load_json, raw), len(raw)
+        return bodies.load_json(raw), len(raw)
     except orjson.JSONDecodeError:
         if "yaml" in ctype:
             # pure-Python parsing (to refuse aliases) takes a while for MBs: off the loop
             loop = asyncio.get_running_loop()
-            return bodies.check_depth(await loop.run_in_executor(None, bodies.load_yaml, raw))
+            value = await loop.run_in_executor(None, bodies.load_yaml, raw)
+            return bodies.check_depth(value), len(raw)
         raise errors.bad_request(
             "the body of the request was in an unknown format - invalid JSON"
         ) from None

@@ -13,11 +13,12 @@ import random
 import re
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from . import errors, pagination
-from .bodies import encode_object
+from .bodies import Encoded, encode_object
 from .errors import APIError
 from .object_validation import validate_object
 from .pagination import LATEST, Continue
@@ -83,6 +84,34 @@ def _spec_part(obj: Mapping[str, Any], status_sub: bool) -> dict[str, Any]:
         else ("metadata", "kind", "apiVersion")
     )
     return {k: v for k, v in obj.items() if k not in skip}
+
+
+class Stale(Exception):
+    """The store changed what a draft was worked out against: work it out again."""
+
+
+@dataclass
+class Draft:
+    """A create or update worked out against the store as it was, ready to commit.
+
+    Working a write out (checks, defaults, the CRD's schema, the encoding) costs the
+    object's size and changes nothing shared, so a large one runs off the server's
+    loop (``writes``); `Operations.commit` then checks on the loop, in O(1), that what
+    it assumed still holds, and stores it.
+    """
+
+    rt: ResourceType
+    # what to store, or for a no-op the stored object itself
+    obj: dict[str, Any]
+    # the stored object it replaces; None for a create
+    old: dict[str, Any] | None
+    subresource: str | None = None
+    # ``obj``'s JSON but for its resourceVersion; None: encoded when stored (CRDs)
+    encoded: Encoded | None = None
+    # an update that changes nothing: nothing is stored (nor a resourceVersion spent)
+    noop: bool = False
+    # a create whose name was generated: drawn again if taken before the commit
+    generated: bool = False
 
 
 class Operations:
@@ -195,27 +224,34 @@ class Operations:
         field_validation: str | None = None,
         *,
         dry_run: bool = False,
+        owned: bool = False,
     ) -> dict[str, Any]:
         """POST: defaulting, generateName, uniqueness, schema, then store.
 
         A dry run does all of it but the store and answers what would be stored, as
         kube does: no resourceVersion (none was assigned), the generated name filled in.
+        ``owned``: the body is the caller's to give away (a decoded request), not copied.
         """
-        obj = self.decode_create(rt, body)
-        self.place_create(rt, ns, obj)
-        self._check_schema(rt, obj, field_validation)
-        return self.finish_create(rt, obj, dry_run=dry_run)
+        draft = self.draft_create(rt, ns, body, field_validation, owned=owned)
+        return self._commit_now(draft, dry_run)
 
-    def decode_create(self, rt: ResourceType, body: Any) -> dict[str, Any]:
-        """A copy of a POST's body, its shape checked; reads nothing of the store.
+    def draft_create(
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        body: Any,
+        field_validation: str | None = None,
+        *,
+        owned: bool = False,
+    ) -> Draft:
+        """Everything a create decides before it is stored (may run off the loop).
 
-        In proportion to the body's size: a large body is decoded off the event loop
-        (`handlers`), as is `_check_schema`; `place_create` and `finish_create` (the
-        store) stay on it.
+        Of the store it reads only the namespace and whether the name is taken, which
+        `commit` checks again.
         """
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
-        obj = copy.deepcopy(body)
+        obj = body if owned else copy.deepcopy(body)
         self._check_kind(rt, obj)
         meta = obj.get("metadata")
         if meta is None:
@@ -223,11 +259,6 @@ class Operations:
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
         self._check_shape(rt, obj)
-        return obj
-
-    def place_create(self, rt: ResourceType, ns: str | None, obj: dict[str, Any]) -> None:
-        """Name, namespace and the fields the server sets, against the store as it is now."""
-        meta = obj["metadata"]
         if rt.namespaced:
             body_ns = meta.get("namespace")
             if body_ns and ns and body_ns != ns:
@@ -250,6 +281,7 @@ class Operations:
         if name:
             self._validate_name(rt, name)
         nsv = self._require_namespace(rt, ns, name or meta.get("generateName", ""), True)
+        generated = not name
         if not name:
             name = self._generated_name(rt, nsv, meta)
         elif self.store.get(rt.key, nsv, name) is not None:
@@ -269,6 +301,10 @@ class Operations:
         self._default(rt, obj)
         if rt.status_subresource and rt.custom:
             obj.pop("status", None)
+        self._check_schema(rt, obj, field_validation)
+        # a CRD's status is set (and its kinds served) when it is committed
+        encoded = None if rt.key == CRD_KEY else Encoded(obj)
+        return Draft(rt, obj, None, encoded=encoded, generated=generated)
 
     def _generated_name(self, rt: ResourceType, ns: str, meta: Mapping[str, Any]) -> str:
         self._validate_name(rt, str(meta["generateName"]), "metadata.generateName")
@@ -281,26 +317,20 @@ class Operations:
         self._validate_name(rt, name)
         return name
 
-    def recheck_create(self, rt: ResourceType, obj: dict[str, Any], generated: bool) -> None:
-        """After the schema was checked off the loop: the namespace still takes it and its
-        name is still free (a generated one is drawn again, as it would have been)."""
+    def _commit_create(self, draft: Draft, dry_run: bool) -> dict[str, Any]:
+        rt, obj = draft.rt, draft.obj
         meta = obj["metadata"]
-        ns = self._require_namespace(rt, meta.get("namespace"), meta["name"], True)
-        if self.store.get(rt.key, ns, meta["name"]) is None:
-            return
-        if not generated:
-            raise errors.already_exists(rt.plural, meta["name"], rt.group)
-        meta["name"] = self._generated_name(rt, ns, meta)
-
-    def finish_create(
-        self, rt: ResourceType, obj: dict[str, Any], *, dry_run: bool = False
-    ) -> dict[str, Any]:
-        """Store what `place_create` and the checks made (the loop: the store's one writer)."""
-        name = obj["metadata"]["name"]
+        name = meta["name"]
+        nsv = self._require_namespace(rt, meta.get("namespace"), name, True)
+        if self.store.get(rt.key, nsv, name) is not None:
+            if draft.generated:
+                raise Stale(name)
+            raise errors.already_exists(rt.plural, name, rt.group)
         if rt.key == CRD_KEY:
             self._crd_accept(obj, dry_run)
         if dry_run:
-            encode_object(obj)  # what a real write would refuse, a dry run refuses too
+            if draft.encoded is None:
+                encode_object(obj)  # what a real write would refuse, a dry run refuses too
             return self.view(rt, obj)
         if rt.key == CRD_KEY:
             try:
@@ -309,7 +339,7 @@ class Operations:
                 self.registry.remove_crd(name)
                 raise
             return self.view(rt, stored)
-        return self.view(rt, self.store.put(rt.key, obj, None))
+        return self.view(rt, self.store.put(rt.key, obj, None, draft.encoded))
 
     def _check_schema(
         self, rt: ResourceType, obj: dict[str, Any], field_validation: str | None
@@ -413,21 +443,17 @@ class Operations:
         field_validation: str | None = None,
         *,
         dry_run: bool = False,
+        owned: bool = False,
     ) -> dict[str, Any]:
-        """PUT on the object or its /status."""
+        """PUT on the object or its /status (``owned``: as for `create`)."""
         self.check_put(rt, ns, name, body)
-        old = self._current(rt, ns, name)
-        return self.commit_update(
-            rt,
-            old,
-            copy.deepcopy(body),
-            subresource,
-            field_validation=field_validation,
-            dry_run=dry_run,
-        )
+        old = self.current(rt, ns, name)
+        new = body if owned else copy.deepcopy(body)
+        draft = self.draft_update(rt, old, new, subresource, field_validation=field_validation)
+        return self._commit_now(draft, dry_run)
 
     def check_put(self, rt: ResourceType, ns: str | None, name: str, body: Any) -> None:
-        """What a PUT's body must be before the object is even looked up (cheap)."""
+        """What a PUT's body must be before the stored object is looked at (400s)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
         self._check_kind(rt, body)
@@ -445,7 +471,8 @@ class Operations:
                 "the request"
             )
 
-    def _current(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:
+    def current(self, rt: ResourceType, ns: str | None, name: str) -> dict[str, Any]:
+        """The stored object (404 when absent)."""
         obj = self.store.get(rt.key, (ns or "") if rt.namespaced else "", name)
         if obj is None:
             raise errors.not_found(rt.plural, name, rt.group)
@@ -468,12 +495,12 @@ class Operations:
         controller) skip the resourceVersion precondition. A ``dry_run`` answers the
         object as it would be stored, still at the current resourceVersion (kube's).
         """
-        new = self.prepare_update(
+        draft = self.draft_update(
             rt, old, new, subresource, internal=internal, field_validation=field_validation
         )
-        return self.finish_update(rt, old, new, subresource, dry_run=dry_run)
+        return self._commit_now(draft, dry_run)
 
-    def prepare_update(
+    def draft_update(
         self,
         rt: ResourceType,
         old: dict[str, Any],
@@ -482,12 +509,11 @@ class Operations:
         *,
         internal: bool = False,
         field_validation: str | None = None,
-    ) -> dict[str, Any]:
-        """The object an update would store, checked; reads nothing but `old` and `new`.
+    ) -> Draft:
+        """Everything an update decides before it is stored (may run off the loop).
 
-        Work in proportion to the object's size (shape and schema checks, the spec
-        compare), so a large object is prepared off the event loop (`handlers`);
-        `finish_update` stores it if `old` is still the current object.
+        ``new`` (owned, changed in place) is the client's full object, ``old`` the
+        stored one it replaces, which `commit` checks is still the stored one.
         """
         ometa = old["metadata"]
         nmeta = new.get("metadata")
@@ -544,30 +570,32 @@ class Operations:
             if subresource == "status":
                 self._check_shape(rt, new)  # the stored object with the new status
             self._check_schema(rt, new, field_validation)
-        return new
-
-    def finish_update(
-        self,
-        rt: ResourceType,
-        old: dict[str, Any],
-        new: dict[str, Any],
-        subresource: str | None,
-        *,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """Store what `prepare_update` made of `old` (on the loop: the store's one writer)."""
         if new == old:
+            return Draft(rt, old, old, subresource, noop=True)
+        # a CRD's kinds change when it is committed: encoded then, with the registry's
+        encoded = None if rt.key == CRD_KEY else Encoded(new)
+        return Draft(rt, new, old, subresource, encoded=encoded)
+
+    def _commit_update(self, draft: Draft, dry_run: bool) -> dict[str, Any]:
+        rt, new, old = draft.rt, draft.obj, draft.old
+        assert old is not None
+        ometa = old["metadata"]
+        if self.store.get(rt.key, ometa.get("namespace", ""), ometa["name"]) is not old:
+            raise Stale(ometa["name"])
+        if draft.noop:
             return self.view(rt, old)  # no-op writes do not bump resourceVersion
+        subresource = draft.subresource
         if dry_run:
             if rt.key == CRD_KEY and subresource != "status":
                 crd_types(new)
-            encode_object(new)
+            if draft.encoded is None:
+                encode_object(new)
             return self.view(rt, new)
         crd_spec = rt.key == CRD_KEY and subresource != "status"
         if crd_spec:
             self.registry.add_crd(new)
         try:
-            stored = self.store.put(rt.key, new, old)
+            stored = self.store.put(rt.key, new, old, draft.encoded)
         except APIError:
             if crd_spec:  # not stored: serve what the stored CRD says
                 self.registry.add_crd(old)
@@ -575,6 +603,28 @@ class Operations:
         if stored["metadata"].get("deletionTimestamp") and not stored["metadata"].get("finalizers"):
             return self.view(rt, self.finalize(rt, stored))
         return self.view(rt, stored)
+
+    # ---- commit --------------------------------------------------------------------
+    def commit(self, draft: Draft, *, dry_run: bool = False) -> dict[str, Any]:
+        """Store a draft (on the loop) and answer the object as served.
+
+        What the draft assumed is checked first, in O(1): that the object it replaces
+        is still the stored one, for a create that the namespace takes new content and
+        the name is free. ``Stale`` when it is not (the object changed meanwhile, a
+        generated name was taken): the caller works the write out again. A dry run
+        stores nothing, a no-op neither.
+        """
+        if draft.old is None:
+            return self._commit_create(draft, dry_run)
+        return self._commit_update(draft, dry_run)
+
+    def _commit_now(self, draft: Draft, dry_run: bool) -> dict[str, Any]:
+        """`commit` of a draft worked out on the loop just now: it cannot be stale
+        unless the caller handed an ``old`` that is not the stored object (409)."""
+        try:
+            return self.commit(draft, dry_run=dry_run)
+        except Stale as stale:
+            raise errors.conflict(draft.rt.plural, str(stale), draft.rt.group) from None
 
     # ---- delete --------------------------------------------------------------------
     def delete(
@@ -593,7 +643,7 @@ class Operations:
         Status), but changes nothing: no finalizer, no cascade, no orphaning.
         """
         options = options or {}
-        old = self._current(rt, ns, name)
+        old = self.current(rt, ns, name)
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != old["metadata"].get("uid"):
             raise errors.conflict(rt.plural, name, rt.group)
@@ -624,7 +674,7 @@ class Operations:
             return self._dry_delete(rt, old, fins, policy)
         if policy == "Orphan":
             self.gc.orphan_dependents(meta.get("uid", ""))
-            old = self._current(rt, ns, name)
+            old = self.current(rt, ns, name)
         elif (
             policy == "Foreground"
             and self.gc.has_dependents(meta.get("uid", ""))

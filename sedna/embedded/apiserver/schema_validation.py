@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping
+from contextvars import Context, ContextVar
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import APIError
 
 Schema = Mapping[str, Any]
+T = TypeVar("T")
 
 STRICT = "Strict"
 IGNORE = "Ignore"
@@ -285,3 +286,21 @@ def pruned_warnings() -> list[str]:
     fields = _PRUNED.get()
     _PRUNED.set(())
     return [f'299 - "unknown field \\"{f}\\""' for f in fields]
+
+
+def collect_pruned(fn: Callable[[], T]) -> tuple[T, tuple[str, ...]]:
+    """``fn()`` and the unknown fields its schema checks pruned.
+
+    For a write worked out on another thread (``writes``): that thread does not run in
+    the request's context, where the fields are kept for the answer's `Warning`
+    headers; the caller hands them over with `add_pruned`.
+    """
+    ctx = Context()
+    result = ctx.run(fn)
+    return result, ctx.get(_PRUNED, ())
+
+
+def add_pruned(fields: tuple[str, ...]) -> None:
+    """Record pruned fields (from `collect_pruned`) for this request's answer."""
+    if fields:
+        _PRUNED.set(_PRUNED.get() + fields)
