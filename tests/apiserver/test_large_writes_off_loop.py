@@ -15,6 +15,8 @@ still a clear 4xx.
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import os
 import threading
@@ -529,6 +531,59 @@ def test_a_patch_past_the_size_limit_is_413(client: kubernetes.client.ApiClient)
     _expect(call(client, "PATCH", path, more, content_type=MERGE_PATCH), 413,
             "RequestEntityTooLarge", "limit is 3145728")  # fmt: skip
     assert len(call(client, "GET", path)[1]["data"]) == 18_000
+
+
+# ---- the pool's jobs and the garbage collector -------------------------------------------
+
+
+def test_the_collector_is_off_while_a_job_runs() -> None:
+    """A collection holds the GIL, and so the loop, for its walk of the job's objects:
+    none runs while a pool job does, and the collector is back once the last ends."""
+    assert gc.isenabled()
+    first_in, first_out = threading.Event(), threading.Event()
+
+    def first() -> bool:
+        first_in.set()
+        assert first_out.wait(30)
+        return gc.isenabled()
+
+    async def run() -> tuple[bool, bool, bool]:
+        held = asyncio.ensure_future(pool.off_loop(first))
+        assert await asyncio.get_running_loop().run_in_executor(None, first_in.wait, 30)
+        during_second = await pool.off_loop(gc.isenabled)
+        after_second = gc.isenabled()  # the first job still runs
+        first_out.set()
+        return await held, during_second, after_second
+
+    assert asyncio.run(run()) == (False, False, False)
+    assert gc.isenabled()
+
+
+def test_a_flood_of_jobs_gives_the_collector_back() -> None:
+    now = [0.0]
+    pause = pool.CollectorPause(clock=lambda: now[0])
+    try:
+        pause.begin()
+        now[0] = 1.0
+        pause.begin()  # a second job before the first ends
+        pause.end()
+        assert not gc.isenabled()
+        now[0] = pool.MAX_PAUSE + 0.5
+        pause.begin()  # no gap for longer than MAX_PAUSE: the collector runs again
+        assert gc.isenabled()
+        pause.end()
+        pause.end()
+        assert gc.isenabled()
+        pause.begin()  # the pool drained: the next job pauses it again
+        assert not gc.isenabled()
+        pause.end()
+        assert gc.isenabled()
+        gc.disable()  # off before a job: not turned on by it
+        pause.begin()
+        pause.end()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_large_means_past_the_body_threshold() -> None:
