@@ -13,11 +13,10 @@ owner gone sees the cascade already done (kube's is eventual; tests poll anyway)
 from __future__ import annotations
 
 import contextlib
-import copy
 from typing import Any
 
 from .errors import APIError
-from .operations import FOREGROUND, Operations
+from .operations import FOREGROUND, Operations, with_own_metadata
 from .store import ObjId
 
 
@@ -41,7 +40,7 @@ class GarbageCollector:
         rt = self.ops.registry.by_key(oid[0])
         if obj is None or rt is None:
             return
-        new = copy.deepcopy(obj)
+        new = with_own_metadata(obj)
         refs = [r for r in new["metadata"].get("ownerReferences") or () if r.get("uid") not in uids]
         if refs:
             new["metadata"]["ownerReferences"] = refs
@@ -115,6 +114,6 @@ class GarbageCollector:
         rt = self.ops.registry.by_key(oid[0])
         if rt is None:
             return
-        new = copy.deepcopy(owner)
+        new = with_own_metadata(owner)
         new["metadata"]["finalizers"] = [f for f in meta["finalizers"] if f != FOREGROUND]
         self.ops.commit_update(rt, owner, new, None, internal=True)

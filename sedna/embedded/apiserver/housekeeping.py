@@ -27,7 +27,6 @@ folder); nothing is added to the write path.
 from __future__ import annotations
 
 import contextlib
-import copy
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -241,7 +240,7 @@ class Housekeeper:
         current = self.store.get(POD_KEY, str(meta.get("namespace") or ""), str(meta.get("name")))
         if rt is None or current is None:
             return
-        new = copy.deepcopy(current)
+        new = dict(current)  # its status is replaced below; the rest is shared
         status = new.get("status")
         status = new["status"] = dict(status) if isinstance(status, Mapping) else {}
         conds = status.get("conditions")
