@@ -113,25 +113,31 @@ print(json.dumps({
 """
 
 
-def test_an_exec_credential_is_refreshed_at_most_once_a_second_not_per_request(
-    embedded_apiserver: APIServer, tmp_path: Path
-) -> None:
+def _exec_kubeconfig(server: APIServer, tmp_path: Path) -> tuple[Path, Path]:
+    """A kubeconfig whose credential comes from EXEC_PLUGIN, and the file of its runs."""
     plugin = tmp_path / "plugin.py"
     plugin.write_text(EXEC_PLUGIN)
     calls = tmp_path / "calls"
     calls.touch()
     path = tmp_path / "kubeconfig"
-    embedded_apiserver.write_kubeconfig(path)
+    server.write_kubeconfig(path)
     config = yaml.safe_load(path.read_text())
     config["users"][0]["user"] = {
         "exec": {
             "apiVersion": "client.authentication.k8s.io/v1beta1",
             "command": sys.executable,
-            "args": [str(plugin), str(calls), embedded_apiserver.token],
+            "args": [str(plugin), str(calls), server.token],
             "interactiveMode": "Never",
         }
     }
     path.write_text(yaml.safe_dump(config))
+    return path, calls
+
+
+def test_an_exec_credential_is_refreshed_at_most_once_a_second_not_per_request(
+    embedded_apiserver: APIServer, tmp_path: Path
+) -> None:
+    path, calls = _exec_kubeconfig(embedded_apiserver, tmp_path)
     started = time.monotonic()
     client = api_client_from_config(str(path), "")
     namespaces = KubeClient(client).resource(NAMESPACES)
@@ -147,22 +153,7 @@ def test_an_expired_exec_credential_is_asked_for_again(
     embedded_apiserver: APIServer, tmp_path: Path
 ) -> None:
     """The throttle delays a refresh by at most its interval; it never stops it."""
-    plugin = tmp_path / "plugin.py"
-    plugin.write_text(EXEC_PLUGIN)
-    calls = tmp_path / "calls"
-    calls.touch()
-    path = tmp_path / "kubeconfig"
-    embedded_apiserver.write_kubeconfig(path)
-    config = yaml.safe_load(path.read_text())
-    config["users"][0]["user"] = {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1beta1",
-            "command": sys.executable,
-            "args": [str(plugin), str(calls), embedded_apiserver.token],
-            "interactiveMode": "Never",
-        }
-    }
-    path.write_text(yaml.safe_dump(config))
+    path, calls = _exec_kubeconfig(embedded_apiserver, tmp_path)
     client = api_client_from_config(str(path), "")
     namespaces = KubeClient(client).resource(NAMESPACES)
     before = len(calls.read_text().splitlines())
