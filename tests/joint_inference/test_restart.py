@@ -204,6 +204,51 @@ def test_an_owner_the_cache_still_holds_after_its_delete_gets_nothing_made_again
         workloads.ensure(owner, plan)
 
 
+def test_only_an_owner_that_had_a_pass_is_read_back_before_a_create(
+    api: Api,
+    embedded_apiserver: APIServer,
+    make_gm: GMFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sample_dir: Path,
+) -> None:
+    """An owner without a status has had no pass finish, so no dependents of its can be
+    deleted ahead of it: a pass for it creates without reading it from the server. One
+    with a status is read first, and a gone one gets nothing."""
+    deployment_controller()
+    api.create_models()
+    gm = make_gm()
+    api.create(with_hpa(sample_dir))
+    api.until_running()
+    assert gm.manager is not None
+    controller: Any = gm.manager.features[0].controller
+    ctx = gm.manager.context()
+    blind = dataclasses.replace(ctx, informers=SharedInformerFactory(ctx.kube, namespace=api.ns))
+    workloads = OwnedWorkloads(blind, JIS, lambda key: None)  # informers never started
+    owner = controller.with_type(api.ji())
+    assert owner.get("status")
+    fresh = {k: v for k, v in owner.items() if k != "status"}  # as before its first pass
+    plan = controller.plan(owner)
+    api.jis.delete(api.ns, SAMPLE)
+    wait_until(lambda: not api.names("deployments") and not api.names("services"), 10.0, "GC")
+    reads = embedded_apiserver.faults.fail(
+        every=10**9, verbs=["get"], resources=["jointinferenceservices"]
+    )  # counts the reads of the owner, fails none
+    seen = workloads.ensure(fresh, plan)
+    assert reads.seen == 0
+    assert sorted(seen.deployments) == expected_names()
+    assert api.names("deployments") == expected_names()
+    for name in api.names("deployments"):
+        refs = api.deployments.get(api.ns, name)["metadata"]["ownerReferences"]
+        assert [r["uid"] for r in refs] == [owner["metadata"]["uid"]]  # the GC's to remove
+    for name in api.names("deployments"):
+        api.deployments.delete(api.ns, name)
+    wait_until(lambda: not api.names("deployments"), 10.0, "deployments deleted")
+    with pytest.raises(OwnerGone):
+        workloads.ensure(owner, plan)
+    assert reads.seen == 1
+    assert api.names("deployments") == []
+
+
 def test_status_writes_survive_conflicts(
     api: Api,
     embedded_apiserver: APIServer,
