@@ -8,10 +8,10 @@ does not add a second init container or duplicate env vars.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
+from sedna.runtime.kube.jsoncopy import json_deepcopy
 from sedna.runtime.workers.credentials import CredentialInjection
 from sedna.runtime.workers.env import dict_field, env_list, inject_by_key, list_field
 from sedna.runtime.workers.labels import JobRef, controller_owner_reference, generate_labels
@@ -32,7 +32,7 @@ def deployment_name(job: JobRef, worker_type: str) -> str:
 def build_deployment(job: JobRef, spec: Mapping[str, Any]) -> dict[str, Any]:
     """Sedna's ``newDeployment`` before injection: replicas and template from ``spec``."""
     out_spec: dict[str, Any] = {
-        "template": copy.deepcopy(dict(spec.get("template") or {})),
+        "template": json_deepcopy(spec.get("template") or {}),
         "selector": {"matchLabels": {}},
     }
     if spec.get("replicas") is not None:

@@ -57,7 +57,24 @@ def dict_field(obj: dict[str, Any], key: str) -> dict[str, Any]:
 def inject_by_key(
     target: list[dict[str, Any]], entries: Iterable[Mapping[str, Any]], key: str
 ) -> None:
-    """Append ``entries`` to ``target``, dropping earlier items with the same ``key`` value."""
-    for entry in entries:
-        target[:] = [t for t in target if t.get(key) != entry.get(key)]
-        target.append(dict(entry))
+    """Append ``entries`` to ``target``, dropping earlier items with the same ``key`` value.
+
+    One pass, not one per entry: a worker's env is built twice per sync of every job.
+    An entry replaces an earlier entry of the same key too (the last one is kept, at its
+    place among the entries).
+    """
+    entries = list(entries)
+    last = {_hashable(e.get(key)): i for i, e in enumerate(entries)}
+    kept = [t for t in target if _hashable(t.get(key)) not in last]
+    kept += [dict(e) for i, e in enumerate(entries) if last[_hashable(e.get(key))] == i]
+    target[:] = kept
+
+
+def _hashable(value: Any) -> Any:
+    """``value`` as a dict key that compares as the value does (a malformed template may
+    hold a list or an object where a name belongs)."""
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", repr(value))
+    return value

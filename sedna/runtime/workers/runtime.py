@@ -8,7 +8,6 @@ plugged), so a feature controller only says *which* worker it wants.
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -16,6 +15,7 @@ from loguru import logger
 
 from sedna.runtime.kube import DEPLOYMENTS, HPAS, NODES, PODS, SECRETS, SERVICES, KubeClient
 from sedna.runtime.kube import NotFound as KubeNotFound
+from sedna.runtime.kube.jsoncopy import json_deepcopy
 from sedna.runtime.workers.credentials import CredentialInjection
 from sedna.runtime.workers.deployments import build_deployment, inject_deployment_param
 from sedna.runtime.workers.helpers import node_ip
@@ -172,7 +172,7 @@ class WorkerRuntime:
         makes the write a compare-and-swap.
         """
         ref = job_ref(job)
-        new = copy.deepcopy(dict(deployment))
+        new = json_deepcopy(deployment)
         inject_deployment_param(
             new,
             ref,
