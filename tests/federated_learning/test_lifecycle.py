@@ -99,6 +99,21 @@ def test_sample_gets_its_aggregator_service_and_one_training_pod_per_worker(
     ]
 
 
+def test_a_new_job_s_first_phase_is_no_event_its_next_one_is(
+    api: Api, make_gm: GMFactory, sample_dir: Path
+) -> None:
+    """Pending right after the workers are made is what the SuccessfulCreate Event says:
+    no Event of its own (a write per job). A later phase change is an Event."""
+    started_job(api, make_gm, sample_dir)
+    api.wait_phase("Pending")
+    api.set_all("Running")
+    api.wait_phase("Running")
+    api.wait_event("Running", "phase Pending -> Running")
+    reasons = [r for _, r, _ in api.event_list()]
+    assert reasons.count("SuccessfulCreate") == 1
+    assert "Pending" not in reasons
+
+
 def test_the_job_reaches_every_training_node_and_leaves_it_on_delete(
     api: Api, make_gm: GMFactory, make_lc: LCFactory, sample_dir: Path
 ) -> None:

@@ -87,6 +87,10 @@ def test_full_life_through_the_websocket(api: Api, started: Started) -> None:
     assert api.condition_types() == ["Pending", "Running"]
     assert status["startTime"]
     api.wait_event("WorkersAvailable")
+    # the first Pending, waiting for the workers just made, is the SuccessfulCreate
+    # Event's news: no Event of its own
+    reasons = [r for _, r, _ in api.event_list()]
+    assert "WorkersNotAvailable" not in reasons and "SuccessfulCreate" in reasons
 
     lc.report(api.ns, worker_report(42, 7))
     wait_until(lambda: api.status().get("metrics"), 5.0, "metrics")

@@ -383,6 +383,10 @@ class WorkloadController(Controller):
         )
         reason = event_reason or str(cond.get("reason") or cond["type"])
         message = str(cond.get("message") or f"{self.resource.kind} is {cond['type']}")
+        if before is None and not warn and reason == REASON_WAITING:
+            # A new owner's first condition, waiting for the workers its pass has just
+            # made: the pass's SuccessfulCreate Event says that much (one write a job).
+            return
         if cond["type"] == CONDITION_FAILED or warn:
             self.ctx.events.warning(owner, reason, message)
         else:

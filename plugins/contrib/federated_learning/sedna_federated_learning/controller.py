@@ -863,6 +863,8 @@ class FederatedLearningController(Controller):
         )  # fmt: skip
         if "reason" in outcome:
             self.ctx.events.event(job, outcome["type"], outcome["reason"], outcome["message"])
+        elif outcome["from"] == "-" and outcome["to"] == S.PENDING:
+            pass  # a new job's first phase: its workers' SuccessfulCreate Events say it
         else:
             self.ctx.events.normal(
                 job, outcome["to"], f"phase {outcome['from']} -> {outcome['to']}"
