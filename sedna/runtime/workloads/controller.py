@@ -135,7 +135,7 @@ class WorkloadController(Controller):
         self.owners.add_event_handler(
             ResourceEventHandlerFuncs(
                 add=self._owner_event,
-                update=lambda _old, new: self._owner_event(new),
+                update=self._owner_updated,
                 delete=self._owner_event,
             )
         )
@@ -193,6 +193,11 @@ class WorkloadController(Controller):
         super().stop(drain=drain, timeout=timeout)
 
     # -- events ----------------------------------------------------------------------
+
+    def _owner_updated(self, old: Obj, new: Obj) -> None:
+        if _version(old) != _version(new) and self.workloads.echoes.is_echo(new):
+            return  # the status our sync wrote: that sync saw everything it shows
+        self._owner_event(new)
 
     def _owner_event(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         if isinstance(obj, DeletedFinalStateUnknown):
@@ -346,9 +351,13 @@ class WorkloadController(Controller):
         ns = str(owner["metadata"].get("namespace") or "")
         name = str(owner["metadata"]["name"])
         try:
-            update_status_with_retry(self.api, ns, name, mutate, current=owner)
+            written = update_status_with_retry(self.api, ns, name, mutate, current=owner)
         except NotFound:
             return None
+        if _version(written) != _version(owner) and _only_status_differs(written, owner):
+            # (after a conflict the write may carry others' changes the sync never saw:
+            # then its event must wake the next sync)
+            self.workloads.echoes.record(written)
         if appended:
             self._announce(
                 owner, before, appended[-1], decision, event_reason, where or {}, warn=warn
@@ -391,6 +400,21 @@ class WorkloadController(Controller):
             self.ctx.events.warning(owner, reason, message)
         else:
             self.ctx.events.normal(owner, reason, message)
+
+
+def _version(obj: Obj) -> object:
+    return (obj.get("metadata") or {}).get("resourceVersion")
+
+
+_VOLATILE_META = ("resourceVersion", "managedFields")
+
+
+def _only_status_differs(a: Obj, b: Obj) -> bool:
+    if a.get("spec") != b.get("spec"):
+        return False
+    ma, mb = a.get("metadata") or {}, b.get("metadata") or {}
+    keys = (set(ma) | set(mb)).difference(_VOLATILE_META)
+    return all(ma.get(k) == mb.get(k) for k in keys)
 
 
 def _where(plan: WorkloadPlan, observed: Observed) -> dict[str, str]:

@@ -52,6 +52,7 @@ from sedna.runtime.kube import (
     Resource,
     ResourceClient,
 )
+from sedna.runtime.kube.echoes import WriteEchoes
 from sedna.runtime.kube.jsoncopy import json_deepcopy
 from sedna.runtime.kube.status import update_with_retry
 from sedna.runtime.workers.deployments import deployment_name
@@ -138,6 +139,10 @@ def _annotated_hash(obj: Obj) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _version(obj: Obj) -> object:
+    return (obj.get("metadata") or {}).get("resourceVersion")
+
+
 def _always_live() -> bool:
     return True
 
@@ -162,6 +167,13 @@ class Observed:
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    # told at once of what each create or update of the pass returned (the owner's
+    # `WriteEchoes`: before the write's watch event is handled, where it can be)
+    on_write: Callable[[Obj], None] | None = None
+
+    def wrote(self, obj: Obj) -> None:
+        if self.on_write is not None:
+            self.on_write(obj)
 
 
 class OwnerGone(Exception):
@@ -196,13 +208,17 @@ def create_or_adopt(
             existing = api.get(ref.namespace, name)
         else:
             seen.created.append(f"{kind} {name}")
+            seen.wrote(created)
             logger.info("{} {}: created {} {}", ref.kind, ref.key, kind, name)
             return created, True
     if not _controlled_by(existing, ref.uid):
         raise WorkloadConflict(kind, ref.namespace, name, field)
     labels = desired["metadata"].get("labels") or {}
     if not _has_labels(existing, labels):
-        existing = _relabel(api, ref, existing, labels)
+        relabelled = _relabel(api, ref, existing, labels)
+        if _version(relabelled) != _version(existing):
+            seen.wrote(relabelled)
+        existing = relabelled
     return existing, False
 
 
@@ -258,6 +274,8 @@ def roll_out(
 
     out = update_with_retry(api, ref.namespace, name, mutate, current=existing)
     seen.updated.append(f"{kind} {name}")
+    if _version(out) != _version(existing):
+        seen.wrote(out)
     logger.info("{} {}: rolled the spec out to {} {}", ref.kind, ref.key, kind, name)
     return out
 
@@ -306,12 +324,18 @@ class _OwnedHandler:
     """Enqueues the owner of an owned object on any change (found by controller ref)."""
 
     def __init__(
-        self, owners: SharedInformer, kind: str, group: str, enqueue: Callable[[str], None]
+        self,
+        owners: SharedInformer,
+        kind: str,
+        group: str,
+        enqueue: Callable[[str], None],
+        echoes: WriteEchoes,
     ):
         self.owners = owners
         self.kind = kind
         self.group = group
         self.enqueue = enqueue
+        self.echoes = echoes
 
     def _owner_key(self, obj: Obj) -> str | None:
         ref = controller_of(obj)
@@ -331,6 +355,8 @@ class _OwnedHandler:
             self.enqueue(key)
 
     def on_add(self, obj: Obj) -> None:
+        if self.echoes.is_echo(obj):
+            return  # made by the owner's sync, which saw it
         self._enqueue_owner(obj)
 
     def on_update(self, old: Obj, new: Obj) -> None:
@@ -338,12 +364,17 @@ class _OwnedHandler:
             "resourceVersion"
         ):
             return  # a resync: the owner's own resync covers it
+        if self.echoes.is_echo(new) and controller_of(old) == controller_of(new):
+            return  # written by the owner's sync, which saw it
         self._enqueue_owner(new)
         if controller_of(old) != controller_of(new):
             self._enqueue_owner(old)
 
     def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        self._enqueue_owner(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+        gone = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if isinstance(gone, Mapping):
+            self.echoes.forget(gone)
+        self._enqueue_owner(gone)
 
 
 class OwnedWorkloads:
@@ -377,7 +408,9 @@ class OwnedWorkloads:
         self.services_api: ResourceClient = ctx.kube.resource(SERVICES)
         self.hpas_api: ResourceClient = ctx.kube.resource(HPAS)
         self.owners_api: ResourceClient = ctx.kube.resource(owner)
-        handler = _OwnedHandler(self.owners, owner.kind, owner.group, enqueue)
+        # the versions this owner kind's syncs wrote: their watch events wake no sync
+        self.echoes = WriteEchoes()
+        handler = _OwnedHandler(self.owners, owner.kind, owner.group, enqueue, self.echoes)
         for inf in (
             self.deployment_informer,
             self.service_informer,
@@ -409,7 +442,7 @@ class OwnedWorkloads:
         cannot use, a missing secret) and API errors (the sync is retried).
         """
         ref = job_ref(owner)
-        seen = Observed()
+        seen = Observed(on_write=self.echoes.record)
         live = self._owner_check(owner)
         for s in plan.services:
             self._ensure_service(owner, s, seen, live)
