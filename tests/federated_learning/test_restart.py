@@ -202,3 +202,37 @@ def test_syncs_with_a_pod_cache_that_lags_make_no_second_pod(
         assert gm.controller.wait_idle(5.0)
     assert len(api.all_pods()) == 3
     assert sorted(api.workers()) == ["aggregation", "training-0", "training-1"]
+
+
+def test_a_new_job_s_workers_are_made_without_a_list_a_lost_one_after_a_list(
+    api: Api, make_gm: GMFactory, sample_dir: Path, embedded_apiserver: APIServer
+) -> None:
+    """A job without a status has no worker this GM made, and any a GM before it made is
+    in the cache synced at start: its workers are made without listing the server. Once
+    it has a status, a worker missing from the cache is looked for on the server first.
+    (The rules count pod lists and fail none; the test lists no pods while one counts.)"""
+    from .helpers import sample_job
+
+    job = sample_job(sample_dir)
+    api.inputs(job)
+    gm = make_gm()
+    lists = embedded_apiserver.faults.fail(every=10**9, verbs=["list"], resources=["pods"])
+    api.create(job)
+    api.wait_phase("Pending")  # written by the sync that made all three workers
+    assert gm.controller.wait_idle(5.0)
+    assert lists.seen == 0
+    embedded_apiserver.faults.reset()
+
+    lost = api.workers()["training-1"]["metadata"]["name"]
+    lists = embedded_apiserver.faults.fail(every=10**9, verbs=["list"], resources=["pods"])
+    api.pods.delete(api.ns, lost)
+    wait_until(lambda: sum("training-1 worker" in m for m in _create_messages(api)) == 2)
+    assert gm.controller.wait_idle(5.0)
+    assert lists.seen >= 1
+    embedded_apiserver.faults.reset()
+    assert sorted(api.workers()) == ["aggregation", "training-0", "training-1"]
+    assert lost not in _names(api.all_pods()) and len(api.all_pods()) == 3
+
+
+def _create_messages(api: Api) -> list[str]:
+    return [m for _, reason, m in api.event_list() if reason == "SuccessfulCreate"]

@@ -106,3 +106,21 @@ def test_the_owned_handler_wakes_the_owner_for_everything_but_an_echo(
     echoes.record(moved)
     handler.on_update(_obj("d1", "13"), moved)  # a move away from the owner still wakes it
     assert woken == ["ns/ji"] * 3
+
+
+def test_a_status_write_is_an_echo_only_when_it_changed_nothing_but_status() -> None:
+    read = {**_obj("j", "1"), "spec": {"a": 1}, "status": {}}
+    echoes = WriteEchoes()
+    echoes.record_status_write(read, read)  # nothing written (same version)
+    assert len(echoes) == 0
+    mine = {**_obj("j", "2"), "spec": {"a": 1}, "status": {"active": 1}}
+    echoes.record_status_write(mine, read)
+    assert echoes.is_echo(mine)
+    # after a conflict the write went onto a version with someone's spec or label change,
+    # which the sync never saw: its event must wake the next sync
+    respec = {**_obj("j", "3"), "spec": {"a": 2}, "status": {"active": 1}}
+    echoes.record_status_write(respec, read)
+    relabel = _obj("j", "4")
+    relabel["metadata"]["labels"] = {"x": "y"}
+    echoes.record_status_write({**relabel, "spec": {"a": 1}}, read)
+    assert len(echoes) == 0

@@ -11,6 +11,7 @@ from .client import (
     ensure_pool_size,
 )
 from .config import KubeConfigError, api_client_for_url, api_client_from_config
+from .echoes import WriteEchoes
 from .errors import (
     AlreadyExists,
     ApiError,
@@ -106,6 +107,7 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "WatchStream",
+    "WriteEchoes",
     "api_client_for_url",
     "api_client_from_config",
     "ensure_pool_size",

@@ -56,6 +56,19 @@ class WriteEchoes:
         for obj in objs:
             self.record(obj)
 
+    def record_status_write(self, written: Mapping[str, Any], read: Mapping[str, Any]) -> None:
+        """Remember a status write's answer when it differs from the object the sync read
+        (`read`, e.g. its cached copy) only in status: a write retried after a conflict may
+        carry others' changes the sync never saw, and their event must wake it."""
+        if _meta(written).get("resourceVersion") == _meta(read).get("resourceVersion"):
+            return  # nothing was written
+        if written.get("spec") != read.get("spec"):
+            return
+        mw, mr = _meta(written), _meta(read)
+        if any(mw.get(k) != mr.get(k) for k in set(mw).union(mr).difference(_VOLATILE)):
+            return
+        self.record(written)
+
     def is_echo(self, obj: Mapping[str, Any] | None) -> bool:
         """Whether `obj` is exactly the version one of our writes made (then forgotten:
         each write is echoed once)."""
@@ -78,6 +91,14 @@ class WriteEchoes:
     def __len__(self) -> int:
         with self._lock:
             return len(self._versions)
+
+
+_VOLATILE = ("resourceVersion", "managedFields")
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
 
 
 def _identity(obj: Mapping[str, Any] | None) -> tuple[str, str]:

@@ -354,10 +354,7 @@ class WorkloadController(Controller):
             written = update_status_with_retry(self.api, ns, name, mutate, current=owner)
         except NotFound:
             return None
-        if _version(written) != _version(owner) and _only_status_differs(written, owner):
-            # (after a conflict the write may carry others' changes the sync never saw:
-            # then its event must wake the next sync)
-            self.workloads.echoes.record(written)
+        self.workloads.echoes.record_status_write(written, owner)
         if appended:
             self._announce(
                 owner, before, appended[-1], decision, event_reason, where or {}, warn=warn
@@ -404,17 +401,6 @@ class WorkloadController(Controller):
 
 def _version(obj: Obj) -> object:
     return (obj.get("metadata") or {}).get("resourceVersion")
-
-
-_VOLATILE_META = ("resourceVersion", "managedFields")
-
-
-def _only_status_differs(a: Obj, b: Obj) -> bool:
-    if a.get("spec") != b.get("spec"):
-        return False
-    ma, mb = a.get("metadata") or {}, b.get("metadata") or {}
-    keys = (set(ma) | set(mb)).difference(_VOLATILE_META)
-    return all(ma.get(k) == mb.get(k) for k in keys)
 
 
 def _where(plan: WorkloadPlan, observed: Observed) -> dict[str, str]:

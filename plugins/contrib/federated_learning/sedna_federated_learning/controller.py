@@ -46,6 +46,7 @@ Sedna's Go GM, on purpose:
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,7 @@ from sedna.runtime import (
     WorkerError,
     WorkerParam,
     WorkloadConflict,
+    WriteEchoes,
     convert_map_to_metrics,
     ensure_service,
     job_selector,
@@ -242,21 +244,28 @@ class FederatedLearningController(Controller):
         self.models = ctx.informers.informer(MODELS)
         self.datasets = ctx.informers.informer(DATASETS)
         self.worker_label = f"{KIND.lower()}.sedna.io/worker-type"
+        # the versions our syncs wrote: their watch events wake no second sync
+        self.echoes = WriteEchoes()
+        # UIDs of jobs this process made workers for while their cached copy had no
+        # status: the cache may lack those workers (dropped once a cached copy shows a
+        # status, or at the job's delete: bounded by the jobs)
+        self._unconfirmed: set[str] = set()
+        self._unconfirmed_lock = threading.Lock()
         self.jobs.add_event_handler(
             ResourceEventHandlerFuncs(
                 add=self._job_added, update=self._job_updated, delete=self._job_deleted
             )
         )
         owned = ResourceEventHandlerFuncs(
-            add=self._owned_changed,
-            update=lambda old, new: self._owned_changed(new),
+            add=self._owned_added,
+            update=self._owned_updated,
             delete=self._owned_deleted,
         )
         self.pods.add_event_handler(owned)
         self.services.add_event_handler(
             ResourceEventHandlerFuncs(
-                add=self._service_changed,
-                update=lambda old, new: self._service_changed(new),
+                add=self._service_added,
+                update=self._service_updated,
                 delete=self._service_deleted,
             )
         )
@@ -290,7 +299,8 @@ class FederatedLearningController(Controller):
         self._send(INSERT, obj, training_nodes(obj))
 
     def _job_updated(self, old: Obj, new: Obj) -> None:
-        self._enqueue_obj(new)
+        if not (_rv(old) != _rv(new) and self.echoes.is_echo(new)):
+            self._enqueue_obj(new)  # (the status our sync wrote wakes no other)
         if not _edge_relevant_change(old, new):
             # a resync or a status write: the LCs have the job since it last changed,
             # and one that reconnects gets it replayed by the message layer
@@ -303,6 +313,8 @@ class FederatedLearningController(Controller):
         job = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         self.enqueue(meta_namespace_key(obj))
         if isinstance(job, Mapping):
+            self.echoes.forget(job)
+            self._forget(job)
             self._send(DELETE, job, training_nodes(job))
 
     def _owner_key(self, obj: Obj) -> str | None:
@@ -325,10 +337,29 @@ class FederatedLearningController(Controller):
         if key is not None:
             self.enqueue(key)
 
+    def _owned_added(self, obj: Obj) -> None:
+        if not self.echoes.is_echo(obj):  # a worker our sync made wakes no other
+            self._owned_changed(obj)
+
+    def _owned_updated(self, old: Obj, new: Obj) -> None:
+        if _rv(old) != _rv(new) and self.echoes.is_echo(new):
+            return
+        self._owned_changed(new)
+
     def _owned_deleted(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         owned = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if isinstance(owned, Mapping):
+            self.echoes.forget(owned)
             self._owned_changed(owned)
+
+    def _service_added(self, service: Obj) -> None:
+        if not self.echoes.is_echo(service):
+            self._service_changed(service)
+
+    def _service_updated(self, old: Obj, new: Obj) -> None:
+        if _rv(old) != _rv(new) and self.echoes.is_echo(new):
+            return
+        self._service_changed(new)
 
     def _service_changed(self, service: Obj) -> None:
         """Ours wake their job; another of the aggregator's name wakes the job it blocks
@@ -347,6 +378,7 @@ class FederatedLearningController(Controller):
     def _service_deleted(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         service = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if isinstance(service, Mapping):
+            self.echoes.forget(service)
             self._service_changed(service)
 
     def _input_changed(self, obj: Obj) -> None:
@@ -585,7 +617,7 @@ class FederatedLearningController(Controller):
         """
         ns = str(_meta(job).get("namespace"))
         name = f"{_meta(job).get('name')}-{AGGREGATION_WORKER}".lower()
-        seen = Observed()
+        seen = Observed(on_write=self.echoes.record)
         try:
             ensure_service(
                 self.services_client,
@@ -637,14 +669,18 @@ class FederatedLearningController(Controller):
         wanted = [AGGREGATOR_SLOT] + [_slot_of_worker(w) for w in spec.training]
         if all(s in found.by_slot for s in wanted):
             return found.by_slot
-        # Something is missing in the cache: ask the server before creating anything.
-        try:
-            listed = read_owned_pods(
-                self.pods_client, ns, str(_meta(job).get("uid") or ""), job_selector(job)
-            )
-        except ApiError as exc:
-            raise _Retry("PodListFailed", f"cannot list the job's pods: {exc}") from None
-        live = assign(self._owned_pods(job, listed), spec, generation, self.worker_label)
+        if self._cache_may_lag(job):
+            # Something is missing in the cache and a worker made before may not have
+            # reached it yet: ask the server before creating anything.
+            try:
+                listed = read_owned_pods(
+                    self.pods_client, ns, str(_meta(job).get("uid") or ""), job_selector(job)
+                )
+            except ApiError as exc:
+                raise _Retry("PodListFailed", f"cannot list the job's pods: {exc}") from None
+            live = assign(self._owned_pods(job, listed), spec, generation, self.worker_label)
+        else:
+            live = found
         already = {_meta(p).get("name") for p in found.surplus}
         self._delete_surplus(
             job, [p for p in live.surplus if _meta(p).get("name") not in already], generation
@@ -669,6 +705,24 @@ class FederatedLearningController(Controller):
                 template, field = worker.template, f"{worker.field}.template"
             live.by_slot[slot] = self._create(job, template, param, field, slot, generation)
         return live.by_slot
+
+    def _cache_may_lag(self, job: Obj) -> bool:
+        """Whether the pod cache may lack a worker of `job` that exists.
+
+        A job without a status has had no sync of any GM finish for it, and this process
+        has made it no worker: its workers, if any, were made by a GM before this one and
+        are in the cache (synced at start). Then the missing ones are simply made: the
+        server is not listed for them (one request of the eight a new job cost)."""
+        uid = str(_meta(job).get("uid") or "")
+        with self._unconfirmed_lock:
+            if job.get("status"):
+                self._unconfirmed.discard(uid)  # the status decides from here on
+                return True
+            return uid in self._unconfirmed
+
+    def _forget(self, job: Obj) -> None:
+        with self._unconfirmed_lock:
+            self._unconfirmed.discard(str(_meta(job).get("uid") or ""))
 
     def _start_run(self, job: Obj, generation: str) -> None:
         """Before a new aggregation worker is made: mark the start of a training run if
@@ -704,6 +758,8 @@ class FederatedLearningController(Controller):
             GENERATION_ANNOTATION: generation,
         }
         marked["metadata"] = tmeta
+        with self._unconfirmed_lock:
+            self._unconfirmed.add(str(_meta(job).get("uid") or ""))
         try:
             pod = self.ctx.worker_runtime.create_pod_with_template(job, marked, param, field=field)
         except WorkerError as exc:
@@ -712,6 +768,7 @@ class FederatedLearningController(Controller):
             raise _Retry(
                 "WorkerCreateFailed", f"cannot create the {slot} worker ({field}): {exc}"
             ) from None
+        self.echoes.record(pod)
         pod_name = _meta(pod).get("name")
         logger.info(
             "federated learning job {}: created {} worker pod {} (generation {})",
@@ -852,9 +909,10 @@ class FederatedLearningController(Controller):
 
         ns, name = split_key(meta_namespace_key(job))
         try:
-            update_status_with_retry(self.jobs_client, ns, name, mutate, current=job)
+            written = update_status_with_retry(self.jobs_client, ns, name, mutate, current=job)
         except NotFound:
             return
+        self.echoes.record_status_write(written, job)
         if not outcome or outcome.get("from") == outcome.get("to"):
             return
         logger.info(
@@ -869,6 +927,10 @@ class FederatedLearningController(Controller):
             self.ctx.events.normal(
                 job, outcome["to"], f"phase {outcome['from']} -> {outcome['to']}"
             )
+
+
+def _rv(obj: Obj) -> object:
+    return _meta(obj).get("resourceVersion")
 
 
 def _edge_relevant_change(old: Obj, new: Obj) -> bool:
