@@ -48,7 +48,7 @@ from sedna.runtime.informers import (
     SharedInformer,
     split_key,
 )
-from sedna.runtime.kube import PODS, Invalid, NotFound, Resource
+from sedna.runtime.kube import PODS, Invalid, NotFound, Resource, WriteEchoes
 from sedna.runtime.worker_reports import REASON_WORKER_RUNNING
 from sedna.runtime.workers.creations import CreatedPod, PodCreations
 from sedna.runtime.workers.errors import MissingReference, WorkerError
@@ -163,8 +163,12 @@ class OwnedPods:
         *,
         pods: SharedInformer | None = None,
         enqueue: Callable[[str], None] | None = None,
+        echoes: WriteEchoes | None = None,
     ) -> None:
+        """`echoes`: where the pods made are recorded, so that their watch events wake
+        no second sync of the owner (the owner's controller's `WriteEchoes`)."""
         self.ctx = ctx
+        self._echoes = echoes
         self.api = ctx.kube.resource(PODS)
         # (owner uid, want key) -> the pod made and not yet cached; shared by the
         # controller's worker threads and the informer's dispatch thread
@@ -294,6 +298,8 @@ class OwnedPods:
                 field_, message = refused_field(exc, want.field, want.field)
                 raise job_ref(owner).error(field_, message) from None
             name = str(_meta(made.pod).get("name") or "")
+            if self._echoes is not None and not made.adopted:
+                self._echoes.record(made.pod)
             self._expect(uid, want.key, made.pod, now)
             seen.created.append(f"Pod {name}")
             seen.active += 1
@@ -524,7 +530,12 @@ class PodWorkloadController(WorkloadController):
     ) -> None:
         super().__init__(ctx, resource, label=label, pods=True, max_conditions=max_conditions)
         self.job_style = job_style
-        self.owned_pods = OwnedPods(ctx, pods=self.workloads.pod_informer, enqueue=self.enqueue)
+        self.owned_pods = OwnedPods(
+            ctx,
+            pods=self.workloads.pod_informer,
+            enqueue=self.enqueue,
+            echoes=self.workloads.echoes,
+        )
 
     def sync(self, key: str) -> Result | None:
         """As the family's, and a job-style owner that has ``Completed`` is finished too."""

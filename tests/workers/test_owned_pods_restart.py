@@ -21,6 +21,7 @@ from sedna.runtime import (
     PodWant,
     WorkerParam,
     WorkerRuntime,
+    WriteEchoes,
 )
 from sedna.runtime.config import GMConfig
 from sedna.runtime.events import EventRecorder
@@ -32,7 +33,7 @@ from sedna.runtime.upstream import UpstreamRegistry
 TEMPLATE = {"spec": {"containers": [{"name": "reid", "image": "reid:v1"}]}}
 
 
-def _process(kube: KubeClient, clock: FakeClock) -> OwnedPods:
+def _process(kube: KubeClient, clock: FakeClock, echoes: WriteEchoes | None = None) -> OwnedPods:
     """One GM process's OwnedPods (a context of its own: no memory shared)."""
     metrics = Metrics()
     ctx = ControllerContext(
@@ -46,7 +47,7 @@ def _process(kube: KubeClient, clock: FakeClock) -> OwnedPods:
         worker_runtime=WorkerRuntime(kube),
         clock=clock,
     )
-    return OwnedPods(ctx)
+    return OwnedPods(ctx, echoes=echoes)
 
 
 def _want() -> PodWant:
@@ -86,3 +87,21 @@ def test_an_owner_newer_than_the_process_is_created_without_a_look_up(
     seen = process.ensure(owner, [_want()], [])
     assert len(seen.created) == 1
     assert len(_pods(kube, namespace)) == 1
+
+
+def test_the_pod_made_is_recorded_as_an_echo_an_adopted_one_is_not(
+    kube: KubeClient, namespace: str
+) -> None:
+    """The watch event of a pod the sync made wakes no second sync; one found at the API
+    (adopted) was not written by this sync, and its events wake the owner."""
+    owner = kube.resource(MODELS).create(
+        namespace, {"metadata": {"name": "owner"}, "spec": {"url": "/m", "format": "pb"}}
+    )
+    clock = FakeClock(wall_start=datetime.now(UTC) + timedelta(hours=1))
+    echoes = WriteEchoes()
+    _process(kube, clock, echoes).ensure(owner, [_want()], [])
+    (made,) = _pods(kube, namespace)
+    assert echoes.is_echo(made)
+    adopting = WriteEchoes()
+    _process(kube, clock, adopting).ensure(owner, [_want()], [])  # its cache lacks the pod
+    assert len(_pods(kube, namespace)) == 1 and len(adopting) == 0
