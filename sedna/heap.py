@@ -69,7 +69,17 @@ class HeapSettler:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
+            if self.quiet():
+                continue
             self.settle()
+
+    @staticmethod
+    def quiet(counts: tuple[int, int, int] | None = None) -> bool:
+        """Whether nothing worth a round was allocated since the last (`counts`: the
+        collector's, `gc.get_count()`): not one young collection ran, and fewer container
+        objects were added than would start one. An idle GM then skips the round."""
+        young, middle, old = gc.get_count() if counts is None else counts
+        return middle == 0 and old == 0 and young < gc.get_threshold()[0]
 
     def stop(self) -> None:
         """Stop settling and give the frozen objects back to the collector."""

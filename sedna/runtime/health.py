@@ -145,8 +145,11 @@ class GatedHTTPServer:
     def serve_forever(self) -> None:
         try:
             while not self._stopping.is_set():
-                timeout = self._next_deadline() - time.monotonic()
-                for key, _ in self._selector.select(max(0.0, min(timeout, 1.0))):
+                # no connection pending: sleep until one comes or `shutdown` writes to
+                # the wake socket (an idle GM's health server used to wake every second)
+                deadline = self._next_deadline()
+                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+                for key, _ in self._selector.select(timeout):
                     if key.fileobj is self._listener:
                         self._accept()
                     elif key.fileobj is self._wake_r:
@@ -163,9 +166,9 @@ class GatedHTTPServer:
                 self._drop(conn)
             self._done.set()
 
-    def _next_deadline(self) -> float:
+    def _next_deadline(self) -> float | None:
         if not self._pending:
-            return time.monotonic() + 1.0
+            return None
         return min(c.deadline for c in self._pending.values())
 
     def _accept(self) -> None:
@@ -271,6 +274,8 @@ class GatedHTTPServer:
 
     def server_close(self) -> None:
         self._stopping.set()
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")  # a loop still running must not sleep on a closed selector
         self._pool.shutdown(wait=False, cancel_futures=True)
         with contextlib.suppress(KeyError, ValueError):
             self._selector.unregister(self._listener)

@@ -47,10 +47,9 @@ class _StartCancelled(Exception):
 def wait_for_stop(stopped: StopRequest) -> None:
     """Block the main thread until `stopped` is set.
 
-    A Python signal handler runs in the main thread only once that thread runs again,
-    so the wait is sliced (`StopRequest.wait`): a signal that comes just as the thread
-    goes back to sleep, or that another thread takes, is handled within a slice
-    instead of never; and the handler's `set` takes no lock the waiting thread holds.
+    The handler's `set` takes no lock the waiting thread holds, and wakes the wait
+    through a pipe (`StopRequest`): an idle GM's main thread sleeps, and a signal that
+    comes just as it goes back to sleep still ends the wait at once.
     """
     stopped.wait()
 

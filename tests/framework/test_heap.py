@@ -62,3 +62,14 @@ def test_start_settles_at_once_and_stop_unfreezes() -> None:
     finally:
         settler.stop()
     assert gc.get_freeze_count() == 0
+
+
+def test_quiet_after_a_settle_busy_after_allocations() -> None:
+    """An idle GM skips the round: nothing was allocated since the last one."""
+    threshold = gc.get_threshold()[0]
+    assert HeapSettler.quiet((0, 0, 0)) and HeapSettler.quiet((threshold - 1, 0, 0))
+    assert not HeapSettler.quiet((threshold, 0, 0))
+    assert not HeapSettler.quiet((0, 1, 0)) and not HeapSettler.quiet((0, 0, 1))
+    made = [{"i": i} for i in range(gc.get_threshold()[0] * 3)]  # young collections ran
+    assert not HeapSettler.quiet()
+    assert made

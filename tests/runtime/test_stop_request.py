@@ -19,10 +19,9 @@ import pytest
 from sedna.runtime.stop_request import StopRequest
 
 PROBE = """
-import faulthandler, os, signal, sys, threading
+import faulthandler, os, signal, sys, threading, time
 import sedna.runtime.stop_request as stop_request
 
-stop_request.POLL_SECONDS = 0.01  # a missed wake-up costs one slice: keep slices short
 faulthandler.dump_traceback_later(float(sys.argv[2]), exit=True)
 from sedna.manager import Manager
 from sedna.runtime.config import GMConfig
@@ -40,23 +39,23 @@ def make():  # what the handler asks, and what the thread waits on
     return (lambda: owner.request_stop("signal")), owner._stopped.wait
 
 traced = (threading.__file__, stop_request.__file__)
-lines = 0
+lines = []  # the time of each line the wait ran
+sent = [0.0]
 
 
 def tracer(frame, event, arg):
-    global lines
     if event == "line" and frame.f_code.co_filename in traced:
-        lines += 1
-        if lines == position:
+        lines.append(time.monotonic())
+        if len(lines) == position:
+            sent[0] = time.monotonic()
             os.kill(os.getpid(), signal.SIGUSR2)
     return tracer
 
 
 def walk(timeout):  # one wait, traced; the signal comes at line `position` of it
-    global lines
     ask, wait = make()
     signal.signal(signal.SIGUSR2, lambda *_: ask())
-    lines = 0
+    lines.clear()
     sys.settrace(tracer)
     woken = wait(timeout)
     sys.settrace(None)
@@ -64,10 +63,16 @@ def walk(timeout):  # one wait, traced; the signal comes at line `position` of i
 
 
 position = 0
-walk(0.015)  # no signal: how many lines a wait of more than one slice runs
-span = lines
+walk(0.2)  # no signal: the lines of a wait that ends by its timeout
+span = len(lines)
+# the line that blocks: the next one ran when the timeout was up
+first_block = next(i + 1 for i in range(span - 1) if lines[i + 1] - lines[i] >= 0.15)
 for position in range(1, span + 1):
-    assert walk(30), position
+    if position <= first_block:  # before the wait blocks: the signal must end it at once
+        assert walk(30), position
+        assert time.monotonic() - sent[0] < 10, ("a wake-up missed", position)
+    else:  # after a block that ended by time: the stop is still seen
+        assert walk(0.015), position
 print("positions", span)
 """
 
