@@ -11,9 +11,10 @@ Semantics kept from client-go:
 * An item already waiting keeps the *earlier* of its two ready times (a
   short retry is not pushed back by a later long one, and vice versa).
 * Each `add_after` before shutdown counts one retry in the metrics.
-* The loop also wakes every `MAX_WAIT` seconds (client-go's heartbeat); it
-  costs nothing and gives tests a timed waiter to synchronise on
-  (`FakeClock.block_until_waiters`).
+* The loop also wakes every `MAX_WAIT` seconds (client-go's heartbeat, there
+  10 s; here a minute: every controller has a queue, and an idle GM woke once a
+  second for them); it gives tests a timed waiter to synchronise on
+  (`FakeClock.block_until_waiters`). Adds wake it at once, so nothing waits on it.
 
 Differences, on purpose: `add_after` inserts into the heap directly instead
 of through a buffered channel, so a pending item is visible as soon as the
@@ -41,7 +42,7 @@ __all__ = ["MAX_WAIT", "DelayingQueue"]
 
 T = TypeVar("T", bound=Hashable)
 
-MAX_WAIT = 10.0
+MAX_WAIT = 60.0
 """Longest the waiting loop sleeps without re-checking (client-go's maxWait)."""
 
 
