@@ -6,10 +6,12 @@ round of one GM (`one_round`, the same for every kind):
 
 1. start the API server, then the GM (ours: `sedna-gm --config` against the server's
    kubeconfig, LC websocket auth `none` as Sedna's, no leader election; Go's: its
-   `--config` in Sedna's format); for the kinds with an LC (ds, il, ll), create the
-   bench namespace and the Node `edge-node` (the node of the examples' Datasets and
-   worker templates: the API server's PodGC deletes pods bound to a missing Node) and
-   connect the scripted LC of that node (`sedna.testing.LCBase`, the Go LC's protocol);
+   `--config` in Sedna's format); create the Nodes the examples' worker templates and
+   Datasets name (`cloud-node`, `edge-node`, `edge-node-2`: the API server's PodGC
+   deletes pods bound to a missing Node after 40 s, which made the Go GM, minutes into
+   a round, create its workers again); for the kinds with an LC (ds, il, ll), also the
+   bench namespace and the scripted LC of `edge-node` (`sedna.testing.LCBase`, the Go
+   LC's protocol);
 2. idle, no objects: CPU ms/s of the GM process over `--idle-seconds`, and its RSS;
 3. create the inputs of `--jobs` jobs of a kind with 4 writer threads and wait until
    every job is done (below);
@@ -360,6 +362,9 @@ class PodJobs(Workload):
     def __init__(self, kind: Kind) -> None:
         self.kind = kind
 
+    def start(self, kubeconfig: Path, gm: Proc) -> None:
+        create_nodes(kubeconfig)
+
     def create(self, kubeconfig: Path, count: int) -> None:
         create_inputs(kubeconfig, NS, self.kind, count)
 
@@ -373,15 +378,29 @@ def _kube(kubeconfig: Path) -> KubeClient:
     return KubeClient(api_client_from_config(str(kubeconfig), ""))
 
 
-def create_edge(kubeconfig: Path) -> None:
-    """The bench namespace and the edge node's Node: a pod bound to a node that does not
-    exist is deleted by the API server's PodGC after 40 s, as kube-controller-manager's."""
-    from sedna.runtime.kube import NAMESPACES, NODES
+# every node the examples' worker templates and Datasets name
+EXAMPLE_NODES = ("cloud-node", EDGE_NODE, "edge-node-2")
 
-    kube = _kube(kubeconfig)
-    kube.resource(NAMESPACES).create(None, {"metadata": {"name": NS}})
-    kube.resource(NODES).create(None, {"metadata": {"name": EDGE_NODE}, "status": {
-        "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}]}})  # fmt: skip
+
+def create_nodes(kubeconfig: Path) -> None:
+    """The examples' Nodes: a pod bound to a node that does not exist is deleted by the
+    API server's PodGC after 40 s, as kube-controller-manager's. Without them the Go GM,
+    whose 5 requests a second make a round of 200 jobs last minutes, made its workers
+    again and again and never finished 200 FederatedLearningJobs."""
+    from sedna.runtime.kube import NODES
+
+    nodes = _kube(kubeconfig).resource(NODES)
+    for name in EXAMPLE_NODES:
+        nodes.create(None, {"metadata": {"name": name}, "status": {
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}]}})  # fmt: skip
+
+
+def create_edge(kubeconfig: Path) -> None:
+    """The bench namespace and the examples' Nodes (`create_nodes`)."""
+    from sedna.runtime.kube import NAMESPACES
+
+    _kube(kubeconfig).resource(NAMESPACES).create(None, {"metadata": {"name": NS}})
+    create_nodes(kubeconfig)
 
 
 def connect_lc(gm: Proc, lc: Callable[[int], Any]) -> Any:
