@@ -398,17 +398,18 @@ def _run(config: GMConfig, source: str) -> int:
     # `kill -USR1 <pid>` writes every thread's stack to stderr (Go's SIGQUIT dump):
     # what an operator needs from a GM that hangs, without stopping it.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    settler.hold()  # no automatic collections on the way to ready (`finally` releases it)
     try:
         if config.embedded.enabled:
             from sedna.embedded.mode import EmbeddedMode  # only imported when asked for
 
             embedded = EmbeddedMode(config)
             config = embedded.prepare()
-        settler.start()  # the embedded store is loaded; the caches join in the next rounds
         manager = Manager(config, config_source=source, plugins=plugins)
         if received:
             manager.request_stop(received[0])
         manager.start()
+        settler.start()  # once started (the caches are in, unless on standby): see sedna.heap
         if embedded is not None:
             embedded.start_simulation(manager)
         manager.run()

@@ -62,3 +62,37 @@ def test_start_settles_at_once_and_stop_unfreezes() -> None:
     finally:
         settler.stop()
     assert gc.get_freeze_count() == 0
+
+
+def test_hold_keeps_automatic_collections_off_until_start() -> None:
+    assert gc.isenabled()
+    settler = HeapSettler(interval=3600)
+    settler.hold()
+    try:
+        assert not gc.isenabled()
+        settler.start()  # collects once, then the collector is back on
+        assert gc.isenabled() and settler.rounds == 1
+    finally:
+        settler.stop()
+    assert gc.isenabled()
+
+
+def test_a_held_settler_that_never_started_turns_the_collector_back_on_at_stop() -> None:
+    settler = HeapSettler()
+    settler.hold()
+    assert not gc.isenabled()
+    settler.stop()
+    assert gc.isenabled()
+
+
+def test_hold_leaves_a_collector_that_someone_else_turned_off_as_it_was() -> None:
+    gc.disable()
+    try:
+        settler = HeapSettler(interval=3600)
+        settler.hold()
+        settler.start()
+        assert not gc.isenabled()
+        settler.stop()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
