@@ -11,6 +11,7 @@ from typing import Any
 
 import kubernetes
 import sedna_dataset.plugin as ds_plugin
+from dependency_injector import providers
 from support.gm import GMHarness
 from support.logs import capture_logs
 
@@ -88,6 +89,33 @@ def test_a_kind_whose_plugin_is_not_installed_is_warned_about_once(
     reid = next(line for line in warnings if "kind ReidJob " in line)
     assert " | WARNING " in reid
     assert "(plugin reid would, but it is not installed)" in reid
+
+
+def test_the_warnings_come_once_the_gm_has_started(
+    apiserver: Any, api_client: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    """Advice does not hold up readiness: the CRD list it reads comes after activation."""
+    from sedna.manager import Manager
+
+    config = GMConfig.model_validate(
+        {
+            "namespace": namespace,
+            "websocket": {"address": "127.0.0.1", "port": 0, "auth": "none"},
+            "metrics": {"enabled": False},
+            "features": {"dataset": {}},
+        }
+    )
+    # no entry points: no other plugin counts as installed, so every other kind warns
+    manager = Manager(config, extra_plugins={"dataset": ds_plugin}, use_entry_points=False)
+    manager.container.api_client.override(providers.Object(api_client_for(apiserver)))
+    for cap in capture_logs():
+        manager.start()
+        manager.stop()
+        started = [i for i, line in enumerate(cap.lines) if "sedna-gm started with" in line]
+        warned = [i for i, line in enumerate(cap.lines) if "no enabled feature reconciles" in line]
+    assert len(started) == 1
+    assert warned
+    assert started[0] < min(warned)
 
 
 def test_cli_plugins_shows_which_feature_reconciles_each_kind() -> None:
