@@ -409,7 +409,8 @@ def _run(config: GMConfig, source: str) -> int:
         if received:
             manager.request_stop(received[0])
         manager.start()
-        settler.start()  # once started (the caches are in, unless on standby): see sedna.heap
+        # collections back on with the first settle, one interval after ready: see sedna.heap
+        settler.start(settle_now=False)
         if embedded is not None:
             embedded.start_simulation(manager)
         manager.run()

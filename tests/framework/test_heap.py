@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from sedna.heap import HeapSettler
+from sedna.testing import wait_until
 
 
 class _Node:
@@ -96,3 +97,16 @@ def test_hold_leaves_a_collector_that_someone_else_turned_off_as_it_was() -> Non
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_start_that_settles_later_keeps_the_hold_until_its_first_round() -> None:
+    settler = HeapSettler(interval=0.05)
+    settler.hold()
+    try:
+        settler.start(settle_now=False)
+        assert settler.rounds == 0  # nothing walked the heap as the GM turned ready
+        wait_until(lambda: settler.rounds >= 1, what="the first round")
+        wait_until(gc.isenabled, what="the collector back on after the first round")
+    finally:
+        settler.stop()
+    assert gc.isenabled()
