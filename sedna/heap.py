@@ -30,6 +30,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from collections.abc import Callable
 
 from loguru import logger
 
@@ -51,6 +52,7 @@ class HeapSettler:
         self._thread: threading.Thread | None = None
         self._held = False  # the automatic collector was turned off by `hold`
         self._lock = threading.Lock()
+        self._after_first: Callable[[], None] | None = None
 
     def settle(self) -> float:
         """One round; returns the seconds it stalled the process."""
@@ -83,22 +85,32 @@ class HeapSettler:
                 self._held = False
                 gc.enable()
 
-    def start(self, *, settle_now: bool = True) -> None:
+    def start(
+        self, *, settle_now: bool = True, after_first: Callable[[], None] | None = None
+    ) -> None:
         """Settle now (``settle_now``, else first after ``interval``), then every
-        ``interval`` seconds on a daemon thread; a ``hold`` ends with the first settle."""
+        ``interval`` seconds on a daemon thread; a ``hold`` ends with the first settle,
+        and ``after_first`` runs once after it."""
         if self._thread is not None:
             return
+        self._after_first = after_first
         if settle_now:
             self.settle()
-            self._release()
+            self._first_done()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="heap-settler", daemon=True)
         self._thread.start()
 
+    def _first_done(self) -> None:
+        self._release()
+        then, self._after_first = self._after_first, None
+        if then is not None:
+            then()
+
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self.settle()
-            self._release()
+            self._first_done()
 
     def stop(self) -> None:
         """Stop settling and give the frozen objects back to the collector."""

@@ -110,3 +110,15 @@ def test_a_start_that_settles_later_keeps_the_hold_until_its_first_round() -> No
     finally:
         settler.stop()
     assert gc.isenabled()
+
+
+def test_after_first_runs_once_after_the_first_round() -> None:
+    calls: list[int] = []
+    settler = HeapSettler(interval=0.05)
+    try:
+        settler.start(settle_now=False, after_first=lambda: calls.append(settler.rounds))
+        assert calls == []
+        wait_until(lambda: settler.rounds >= 3, what="three rounds")
+        assert calls == [1]
+    finally:
+        settler.stop()
