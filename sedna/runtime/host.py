@@ -14,10 +14,8 @@ embedding application gives it `Feature` objects directly:
 Start order mirrors Sedna's GM: every feature's factory registers its informers and
 upstream handlers on its context, the caches sync, the LC websocket server opens
 (unless `downstream` was overridden: then nothing listens), then the controllers
-start. The informers' event handlers get the objects of the first lists once all that
-is done (queued meanwhile, in order: see `SharedInformer.hold_deliveries`). Stop is
-the reverse, so a controller never runs on stopped informers and no Event queued by a
-controller is lost.
+start. Stop is the reverse, so a controller never runs on stopped informers and no
+Event queued by a controller is lost.
 """
 
 from __future__ import annotations
@@ -247,7 +245,6 @@ class FeatureHost:
                     hosted.controller.start()
                 except Exception as exc:
                     raise _start_error(hosted, exc) from exc
-            self.container.informers().release_deliveries()
         except _StartCancelled:
             self.stop()  # `run` then returns at once: the stop was asked for
             return
@@ -265,9 +262,6 @@ class FeatureHost:
         c = self.container
         self._running.append(("event recorder", c.events()))  # stopped last: writes what is queued
         informers = c.informers()
-        # The handlers get the first lists once everything has started (`start`): while
-        # the informers list, their thousands of adds would compete with the lists.
-        informers.hold_deliveries()
         informers.start()
         self._running.append(("informers", informers))
         if not informers.wait_for_cache_sync(self._sync_timeout, stop=self._stopped):

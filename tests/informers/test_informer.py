@@ -206,38 +206,6 @@ def test_factory_start_lets_every_informer_list(make_factory: Factory, namespace
     assert all(inf.stats.lists == 1 for inf in informers)
 
 
-def test_held_deliveries_wait_until_released_or_asked_for(
-    kube: KubeClient, make_factory: Factory, namespace: str
-) -> None:
-    for i in range(3):
-        kube.resource(PODS).create(namespace, pod(f"p{i}"))
-    f = make_factory(namespace=namespace)
-    held, asked = Recorder(), Recorder()
-    f.hold_deliveries()
-    f.informer(PODS).add_event_handler(held)
-    reg = f.informer(CONFIGMAPS).add_event_handler(asked)
-    f.start()
-    assert f.wait_for_cache_sync(5)  # the caches fill and sync as usual
-    pods = f.informer(PODS)
-    assert pods.deliveries_held and len(pods.lister.list()) == 3
-    # an informer that holds nothing, started later, hands its first list on; the held
-    # one, synced first, would have too had it not held
-    control = Recorder()
-    f2 = make_factory(namespace=namespace)
-    f2.informer(PODS).add_event_handler(control)
-    f2.start()
-    wait_until(lambda: len(control.ops()) == 3, what="the control's adds")
-    assert held.ops() == []
-    # who waits for a handler to catch up lets its informer's deliveries go
-    assert reg.wait_for_sync(5)
-    assert pods.deliveries_held  # only that informer's
-    f.release_deliveries()
-    wait_until(lambda: len(held.ops()) == 3, what="the held adds")
-    assert sorted(held.ops()) == [("add", "p0"), ("add", "p1"), ("add", "p2")]
-    kube.resource(PODS).create(namespace, pod("p3"))
-    wait_until(lambda: ("add", "p3") in held.ops(), what="a live add after the release")
-
-
 def test_handler_exception_does_not_stop_delivery(
     kube: KubeClient, make_factory: Factory, namespace: str
 ) -> None:

@@ -20,8 +20,7 @@ from sedna.runtime import (
     UpstreamMessage,
     validate_feature_options,
 )
-from sedna.runtime.kube import KubeClient
-from sedna.testing import api_client_for, wait_until
+from sedna.testing import api_client_for
 
 ORDER: list[str] = []
 
@@ -177,50 +176,3 @@ def test_on_built_sees_every_feature_before_the_informers_start(
     with host:
         pass
     assert seen == [("probe", False)]
-
-
-class Watcher:
-    """Records the Models its handler was given, and whether they were held at its start."""
-
-    def __init__(self, ctx: ControllerContext) -> None:
-        self.seen: list[str] = []
-        self.held_at_start: bool | None = None
-        self.informer = ctx.informers.informer(MODELS)
-        self.informer.add_event_handler(self)
-
-    def on_add(self, obj: Mapping[str, Any]) -> None:
-        self.seen.append(obj["metadata"]["name"])
-
-    def on_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        pass
-
-    def on_delete(self, obj: Any) -> None:
-        pass
-
-    def start(self) -> None:
-        self.held_at_start = self.informer.deliveries_held and self.informer.has_synced()
-
-    def stop(self) -> None:
-        pass
-
-
-def test_handlers_get_the_first_lists_once_the_controllers_started(
-    gm_client: kubernetes.client.ApiClient, namespace: str
-) -> None:
-    """The first lists' adds wait until everything started (they would compete with the
-    other informers' lists), then all come, in order, with nothing lost."""
-    model = {
-        "apiVersion": "sedna.io/v1alpha1",
-        "kind": "Model",
-        "metadata": {"name": "listed"},
-        "spec": {"url": "s3://b/m", "format": "pb"},
-    }
-    KubeClient(gm_client).resource(MODELS).create(namespace, model)
-    host = host_for(gm_client)
-    host.add(Feature("watcher", ["Model"], Watcher))
-    with host:
-        watcher = host.controller("watcher")
-        assert isinstance(watcher, Watcher)
-        assert watcher.held_at_start  # the cache had synced, its handler waited
-        wait_until(lambda: "listed" in watcher.seen, what="the listed Model handed on")
-        assert not watcher.informer.deliveries_held

@@ -97,7 +97,6 @@ class SharedInformerFactory:
         )
         self._lock = threading.Lock()
         self._informers: dict[_InformerKey, SharedInformer] = {}
-        self._holding = False  # hold_deliveries: new informers are held too
         self._started = False
         self._stopped = False
 
@@ -147,8 +146,6 @@ class SharedInformerFactory:
                     transform=chosen,
                 )
                 self._informers[key] = inf
-                if self._holding:
-                    inf.hold_deliveries()
                 if self._started:
                     self._size_pool(len(self._informers))
                     inf.start()
@@ -222,23 +219,6 @@ class SharedInformerFactory:
                 inf.start(after=go)
         finally:
             go.set()
-
-    def hold_deliveries(self) -> None:
-        """Hold the handler deliveries of every informer, and of those created later,
-        until ``release_deliveries`` (see ``SharedInformer.hold_deliveries``)."""
-        with self._lock:
-            self._holding = True
-            informers = list(self._informers.values())
-        for inf in informers:
-            inf.hold_deliveries()
-
-    def release_deliveries(self) -> None:
-        """Let every informer's held deliveries go."""
-        with self._lock:
-            self._holding = False
-            informers = list(self._informers.values())
-        for inf in informers:
-            inf.release_deliveries()
 
     def _size_pool(self, watches: int) -> None:
         """Each informer's watch holds one pooled connection for as long as it runs; the

@@ -37,7 +37,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -120,26 +120,17 @@ class InformerStats:
 class HandlerRegistration:
     """Returned by ``add_event_handler``; synced once its initial adds were delivered."""
 
-    def __init__(self, handler: EventHandler, ask: Callable[[], None] | None = None) -> None:
+    def __init__(self, handler: EventHandler) -> None:
         self.handler = handler
         self._synced = threading.Event()
-        self._ask = ask  # lets held deliveries go (SharedInformer.hold_deliveries)
         self.removed = False
 
     def has_synced(self) -> bool:
-        """True when this handler has been called for every initial object.
-
-        Asking lets the informer's held deliveries go: whoever waits for a handler to
-        catch up gets it to catch up.
-        """
-        if not self._synced.is_set() and self._ask is not None:
-            self._ask()
+        """True when this handler has been called for every initial object."""
         return self._synced.is_set()
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         """Block (real time) until ``has_synced()``; False on timeout."""
-        if not self._synced.is_set() and self._ask is not None:
-            self._ask()
         return self._synced.wait(timeout)
 
 
@@ -197,7 +188,6 @@ class SharedInformer:
         self._cond = threading.Condition(self._lock)
         self._queue: deque[_Note] = deque()
         self._listeners: list[HandlerRegistration] = []
-        self._held = False  # deliveries wait (hold_deliveries)
         self._synced = threading.Event()
         self._last_rv = ""
         self._started = False
@@ -256,33 +246,9 @@ class SharedInformer:
         """Whether ``start()`` was called."""
         return self._started
 
-    def hold_deliveries(self) -> None:
-        """Queue notifications without calling the handlers until ``release_deliveries``.
-
-        The cache is filled and synced as usual; only the handlers wait, in order, with
-        nothing lost. A GM on its way to ready holds them (``FeatureHost.start``): the
-        first lists' thousands of adds would otherwise be handled while the other
-        informers still list, and share the interpreter with them. Asking a handler's
-        registration whether it has synced lets them go.
-        """
-        with self._cond:
-            self._held = True
-
-    def release_deliveries(self) -> None:
-        """Let held notifications go to the handlers (a no-op when none are held)."""
-        if not self._held:
-            return
-        with self._cond:
-            self._held = False
-            self._cond.notify_all()
-
-    @property
-    def deliveries_held(self) -> bool:
-        return self._held
-
     def add_event_handler(self, handler: EventHandler) -> HandlerRegistration:
         """Register a handler; if already synced it first gets every cached object as an add."""
-        reg = HandlerRegistration(handler, self.release_deliveries)
+        reg = HandlerRegistration(handler)
         with self._cond:
             self._listeners.append(reg)
             if self._synced.is_set():
@@ -647,7 +613,7 @@ class SharedInformer:
                         next_check = now + check_every
                         run_check = True
                         break
-                    if self._queue and not self._held:
+                    if self._queue:
                         break
                     deadlines = [d for d in (next_resync, next_check) if d is not None]
                     if deadlines:
