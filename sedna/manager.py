@@ -166,8 +166,7 @@ class Manager:
 
     def _warn_unreconciled(self, plugins: LoadedPlugins, kube: KubeClient) -> None:
         """Warn about installed kinds that nobody reconciles: advice, so it comes once the
-        GM has started (a ready GM does not wait for it). It lists every CRD with its
-        schema (a megabyte with Sedna's), which took 25 ms of the way to ready."""
+        GM has started (a ready GM does not wait for it)."""
         installed = [p.name for p in plugins.discovered]
         try:
             warn_unreconciled(kube, plugins.reconciled_kinds(), installed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import kubernetes
@@ -15,7 +16,13 @@ from dependency_injector import providers
 from support.gm import GMHarness
 from support.logs import capture_logs
 
-from sedna.plugins.kinds import FIRST_PARTY, warn_unreconciled
+from sedna.embedded.apiserver import APIServer
+from sedna.plugins.kinds import (
+    FIRST_PARTY,
+    installed_kinds,
+    installed_sedna_kinds,
+    warn_unreconciled,
+)
 from sedna.plugins.loader import discover_plugins
 from sedna.runtime import GMConfig, KubeClient, sedna_resource
 from sedna.runtime.kube import SEDNA_KINDS
@@ -154,3 +161,44 @@ def test_a_plugin_handed_to_the_manager_runs_unless_switched_off() -> None:
     loaded = load_plugins(off, extra_plugins={"extra": Extra()})
     assert [f.feature.name for f in loaded.features] == ["dataset"]
     assert "extra" in loaded.left_off
+
+
+def test_sedna_kinds_are_read_from_the_crds_names(
+    api_client: kubernetes.client.ApiClient,
+) -> None:
+    """The advice lists only the CRDs' metadata (their names), and finds what the whole
+    CRDs say."""
+    kube = KubeClient(api_client)
+    whole = {k for k in installed_kinds(kube) if k.group == "sedna.io"}
+    assert set(installed_sedna_kinds(kube)) == whole
+    assert {k.kind for k in whole} == set(SEDNA_KINDS.values())
+
+
+def test_a_sedna_plural_not_of_sedna_s_kinds_reads_the_whole_crds(tmp_path: Path) -> None:
+    srv = APIServer("127.0.0.1", 0, schema_validation=False)
+    srv.start()
+    try:
+        srv.install_crd(
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": "gadgets.sedna.io"},
+                "spec": {
+                    "group": "sedna.io",
+                    "scope": "Namespaced",
+                    "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                    "versions": [
+                        {
+                            "name": "v1alpha1",
+                            "served": True,
+                            "storage": True,
+                            "schema": {"openAPIV3Schema": {"type": "object"}},
+                        }
+                    ],
+                },
+            }
+        )
+        kube = KubeClient(api_client_for(srv))
+        assert [k.kind for k in installed_sedna_kinds(kube)] == ["Gadget"]
+    finally:
+        srv.stop()
