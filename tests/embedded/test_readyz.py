@@ -20,7 +20,7 @@ from sedna.manager import Manager
 from sedna.runtime import ControllerContext, Feature, RuntimeContainer, hookimpl
 from sedna.runtime.api_reachability import APIReachability
 from sedna.runtime.config import GMConfig
-from sedna.runtime.kube import CONFIGMAPS, SERVICES, KubeClient, api_client_from_config
+from sedna.runtime.kube import PODS, SERVICES, KubeClient, api_client_from_config
 from sedna.testing import wait_until
 
 TOKEN = "readyz-test-token"
@@ -177,7 +177,7 @@ class _Lister:
 
     def __init__(self, ctx: ControllerContext) -> None:
         ctx.informers.informer(SERVICES)
-        ctx.informers.informer(CONFIGMAPS)
+        ctx.informers.informer(PODS)
 
     def start(self) -> None:
         pass
@@ -217,8 +217,8 @@ def test_not_ready_before_every_informer_has_synced(
         assert manager.health is not None
         port = manager.health.port
         informers = manager.container.informers()
-        configmaps = informers.informer(CONFIGMAPS)
-        wait_until(lambda: configmaps.has_synced() and failing.seen >= 2, what="a retried list")
+        pods = informers.informer(PODS)
+        wait_until(lambda: pods.has_synced() and failing.seen >= 2, what="a retried list")
         code, body = _readyz(port)
         assert code == 503, body
         assert not informers.informer(SERVICES).has_synced()
