@@ -136,7 +136,7 @@ class Manager:
             kube = self.container.kube()
         except KubeConfigError as exc:  # an operator error: one line, no traceback
             raise StartupError(f"cannot configure the Kubernetes client: {exc}") from None
-        self._check_kinds(plugins, kube)
+        self._check_foreign_kinds(plugins, kube)
         if plugins.left_off:
             logger.info(
                 "installed features left off by the config: {}", ", ".join(plugins.left_off)
@@ -152,16 +152,21 @@ class Manager:
             self.stop()
             raise
         self._started = True
+        if not self._stopped.is_set():  # a stop that came while the caches synced: exit now
+            self._warn_unreconciled(plugins, kube)
 
-    def _check_kinds(self, plugins: LoadedPlugins, kube: KubeClient) -> None:
-        """Fail on a claimed kind the cluster lacks; warn about kinds nobody reconciles."""
+    def _check_foreign_kinds(self, plugins: LoadedPlugins, kube: KubeClient) -> None:
+        """Fail on a claimed kind the cluster lacks, before anything starts."""
         try:
             check_foreign_kinds(plugins.foreign_kinds(), kube)
         except KindsUnknown as exc:
             raise StartupError(str(exc)) from None
         except Exception as exc:  # the API server is not reachable: the informers will say so
             logger.warning("cannot check the installed kinds: {}", exc)
-            return
+
+    def _warn_unreconciled(self, plugins: LoadedPlugins, kube: KubeClient) -> None:
+        """Warn about installed kinds that nobody reconciles: advice, so it comes once the
+        GM has started (a ready GM does not wait for it)."""
         installed = [p.name for p in plugins.discovered]
         try:
             warn_unreconciled(kube, plugins.reconciled_kinds(), installed)

@@ -95,20 +95,40 @@ class LoadedPlugins:
 
 
 def discover_plugins(group: str = ENTRY_POINT_GROUP) -> list[DiscoveredPlugin]:
+    return _discovered(_Scan(group))
+
+
+class _Scan:
+    """One pass over the installed entry points of `group`, each read once.
+
+    Every pass reads the entry points of every installed distribution, and describing
+    one (its distribution's name and version) parses that distribution's metadata; the
+    loader used to do both several times over on the way to ready.
+    """
+
+    def __init__(self, group: str) -> None:
+        self.found = [(ep, DiscoveredPlugin.from_entry_point(ep)) for ep in _entry_points_of(group)]
+
+
+def _entry_points_of(group: str) -> metadata.EntryPoints:
+    return metadata.entry_points(group=group)
+
+
+def _discovered(scan: _Scan) -> list[DiscoveredPlugin]:
     seen: dict[str, DiscoveredPlugin] = {}
-    for ep in metadata.entry_points(group=group):
-        seen.setdefault(ep.name, DiscoveredPlugin.from_entry_point(ep))
+    for ep, where in scan.found:
+        seen.setdefault(ep.name, where)
     return sorted(seen.values(), key=lambda p: p.name)
 
 
-def _entry_points(group: str) -> dict[str, metadata.EntryPoint]:
-    found: dict[str, metadata.EntryPoint] = {}
-    for ep in metadata.entry_points(group=group):
-        found.setdefault(ep.name, ep)
+def _entry_points(scan: _Scan) -> dict[str, tuple[metadata.EntryPoint, DiscoveredPlugin]]:
+    found: dict[str, tuple[metadata.EntryPoint, DiscoveredPlugin]] = {}
+    for ep, where in scan.found:
+        found.setdefault(ep.name, (ep, where))
     return found
 
 
-def _conflicting_entry_points(group: str) -> dict[str, list[DiscoveredPlugin]]:
+def _conflicting_entry_points(scan: _Scan) -> dict[str, list[DiscoveredPlugin]]:
     """Entry-point names that two different distributions (or targets) declare.
 
     One distribution seen twice on sys.path (an editable install next to its sources)
@@ -116,8 +136,7 @@ def _conflicting_entry_points(group: str) -> dict[str, list[DiscoveredPlugin]]:
     one `importlib.metadata` yields first is an accident of sys.path order.
     """
     by_name: dict[str, dict[tuple[str, str], DiscoveredPlugin]] = {}
-    for ep in metadata.entry_points(group=group):
-        where = DiscoveredPlugin.from_entry_point(ep)
+    for ep, where in scan.found:
         by_name.setdefault(ep.name, {}).setdefault((where.distribution, where.value), where)
     return {name: list(seen.values()) for name, seen in by_name.items() if len(seen) > 1}
 
@@ -144,10 +163,11 @@ def load_plugins(
     an embedding application may turn entry-point discovery off altogether.
     """
     pm = new_plugin_manager()
-    eps = _entry_points(group) if use_entry_points else {}
+    scan = _Scan(group) if use_entry_points else None
+    eps = _entry_points(scan) if scan is not None else {}
     extra = dict(extra_plugins or {})
     known = set(eps) | set(extra)
-    conflicts = _conflicting_entry_points(group) if use_entry_points else {}
+    conflicts = _conflicting_entry_points(scan) if scan is not None else {}
     for name, section in config.features.items():
         # Switching off a plugin that is not installed is harmless; asking for one is not.
         if name not in known and section.enabled:
@@ -165,10 +185,9 @@ def load_plugins(
             both = " and ".join(f"{d.distribution} {d.version} ({d.value})" for d in declared)
             raise PluginError(f"plugin {name}: feature {name} is declared by two plugins: {both}")
 
-    for name, ep in sorted(eps.items()):
+    for name, (ep, where) in sorted(eps.items()):
         if pm.is_blocked(name) or name in extra:
             continue
-        where = DiscoveredPlugin.from_entry_point(ep)
         try:
             plugin = ep.load()
         except Exception as exc:  # any import-time failure of a third-party module
@@ -184,7 +203,7 @@ def load_plugins(
     hooks = Hooks(pm)
     loaded = LoadedPlugins(
         hooks=hooks,
-        discovered=discover_plugins(group) if use_entry_points else [],
+        discovered=_discovered(scan) if scan is not None else [],
         left_off=sorted(name for name in known if pm.is_blocked(name)),
     )
     try:
@@ -346,8 +365,7 @@ def describe_plugins(config: GMConfig, group: str = ENTRY_POINT_GROUP) -> list[P
     in the kinds column instead of aborting the listing.
     """
     rows = []
-    for name, ep in sorted(_entry_points(group).items()):
-        where = DiscoveredPlugin.from_entry_point(ep)
+    for name, (ep, where) in sorted(_entry_points(_Scan(group)).items()):
         kinds: list[str] = []
         try:
             pm = new_plugin_manager()

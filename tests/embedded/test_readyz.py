@@ -20,7 +20,7 @@ from sedna.manager import Manager
 from sedna.runtime import ControllerContext, Feature, RuntimeContainer, hookimpl
 from sedna.runtime.api_reachability import APIReachability
 from sedna.runtime.config import GMConfig
-from sedna.runtime.kube import KubeClient, api_client_from_config
+from sedna.runtime.kube import PODS, SERVICES, KubeClient, api_client_from_config
 from sedna.testing import wait_until
 
 TOKEN = "readyz-test-token"
@@ -170,3 +170,61 @@ def test_a_refused_token_is_not_ready(server: list[APIServer], tmp_path: Path) -
     kube.api_client.configuration.api_key_prefix = {"BearerToken": "Bearer"}
     good, reason = APIReachability(kube)()
     assert not good and "Unauthorized" in reason, reason
+
+
+class _Lister:
+    """A controller whose informers must all sync before the GM may say it is ready."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        ctx.informers.informer(SERVICES)
+        ctx.informers.informer(PODS)
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+class _ListingPlugin(_Plugin):
+    @hookimpl
+    def sedna_features(self) -> list[Feature]:
+        return [Feature("readyzlisting", [], _Lister)]
+
+
+def test_not_ready_before_every_informer_has_synced(
+    server: list[APIServer], tmp_path: Path
+) -> None:
+    """Readiness means every informer synced: an informer whose list keeps failing keeps
+    the GM not ready while the others synced; once its list goes through, it is ready."""
+    srv = server[0]
+    kubeconfig = tmp_path / "kubeconfig"
+    srv.write_kubeconfig(kubeconfig)
+    failing = srv.faults.fail(500, verbs=["list"], resources=["services"])
+    config = GMConfig.model_validate(
+        {
+            "kubeConfig": str(kubeconfig),
+            "metrics": {"enabled": True, "address": "127.0.0.1", "port": 0, "auth": "none"},
+        }
+    )
+    manager = Manager(
+        config, extra_plugins={"readyzlisting": _ListingPlugin()}, use_entry_points=False
+    )
+    runner = threading.Thread(target=manager.run, daemon=True)
+    runner.start()
+    try:
+        wait_until(lambda: manager.health is not None and manager.health.port > 0, what="health")
+        assert manager.health is not None
+        port = manager.health.port
+        informers = manager.container.informers()
+        pods = informers.informer(PODS)
+        wait_until(lambda: pods.has_synced() and failing.seen >= 2, what="a retried list")
+        code, body = _readyz(port)
+        assert code == 503, body
+        assert not informers.informer(SERVICES).has_synced()
+        srv.faults.rules.remove(failing)
+        wait_until(lambda: _readyz(port)[0] == 200, timeout=30, what="ready once synced")
+        assert all(inf.has_synced() for inf in informers.informers)
+    finally:
+        manager.request_stop("test over")
+        runner.join(timeout=30)

@@ -236,6 +236,38 @@ def test_no_cluster_is_one_line_and_exit_2(tmp_path: Path) -> None:
     ]
 
 
+def test_a_start_that_fails_leaves_the_collector_on_and_the_switch_interval_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """The run command keeps automatic collections off on the way to ready (sedna.heap)
+    and switches threads more often (cli.STARTUP_SWITCH_INTERVAL); a start that fails
+    (here: no cluster) must undo both for whoever called `main` in its own process."""
+    path = tmp_path / "gm.yaml"
+    path.write_text("metrics:\n  enabled: false\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    env.update(HOME=str(tmp_path), KUBECONFIG=str(tmp_path / "none"))
+    probe = (
+        "import gc, sys\n"
+        "import sedna.manager\n"
+        "seen = []\n"
+        "start = sedna.manager.Manager.start\n"
+        "def starting(self):\n"
+        "    seen.append((sys.getswitchinterval(), gc.isenabled()))\n"
+        "    return start(self)\n"
+        "sedna.manager.Manager.start = starting\n"
+        "from sedna.cli import main\n"
+        "sys.setswitchinterval(0.004)\n"
+        f"code = main(['--config', {str(path)!r}])\n"
+        "print('EXIT', code, 'COLLECTOR', gc.isenabled(), 'SWITCH', sys.getswitchinterval())\n"
+        "print('STARTING', seen)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert "EXIT 2 COLLECTOR True SWITCH 0.004" in proc.stdout, proc.stdout + proc.stderr
+    assert "STARTING [(0.001, False)]" in proc.stdout  # what the start ran with
+
+
 @pytest.mark.parametrize(
     ("manifest", "error"),
     [

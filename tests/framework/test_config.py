@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sedna.runtime.config import ConfigError, GMConfig, load_config
+from sedna.runtime.config import ConfigError, GMConfig, _parse_yaml, load_config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -83,6 +83,25 @@ def test_not_yaml_and_not_a_mapping(tmp_path: Path) -> None:
         load_config(write(tmp_path, "a: [1\n"), {})
     with pytest.raises(ConfigError, match=r"gm\.yaml: expected a mapping at the top level"):
         load_config(write(tmp_path, "- 1\n"), {})
+
+
+def test_a_malformed_file_is_reported_in_pyyaml_s_own_words(tmp_path: Path) -> None:
+    """gm.yaml is parsed by libyaml when there is one; what it refuses is parsed again by
+    PyYAML's parser, so the message is the same either way."""
+    text = "a: b\n c: d\n"
+    with pytest.raises(yaml.YAMLError) as pure:
+        yaml.safe_load(text)
+    mark = pure.value.problem_mark  # type: ignore[attr-defined]
+    problem = pure.value.problem  # type: ignore[attr-defined]
+    where = f"line {mark.line + 1}, column {mark.column + 1}"
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, text), {})
+    assert str(err.value).endswith(f"gm.yaml: not valid YAML ({where}): {problem}")
+
+
+def test_every_shipped_config_reads_as_pyyaml_reads_it() -> None:
+    for path in sorted(Path(__file__).resolve().parents[2].glob("config/gm*.yaml")):
+        assert _parse_yaml(path.read_text()) == yaml.safe_load(path.read_text()), path
 
 
 def test_env_overrides(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from sedna.heap import HeapSettler
+from sedna.testing import wait_until
 
 
 class _Node:
@@ -73,3 +74,62 @@ def test_quiet_after_a_settle_busy_after_allocations() -> None:
     made = [{"i": i} for i in range(gc.get_threshold()[0] * 3)]  # young collections ran
     assert not HeapSettler.quiet()
     assert made
+
+
+def test_hold_keeps_automatic_collections_off_until_start() -> None:
+    assert gc.isenabled()
+    settler = HeapSettler(interval=3600)
+    settler.hold()
+    try:
+        assert not gc.isenabled()
+        settler.start()  # collects once, then the collector is back on
+        assert gc.isenabled() and settler.rounds == 1
+    finally:
+        settler.stop()
+    assert gc.isenabled()
+
+
+def test_a_held_settler_that_never_started_turns_the_collector_back_on_at_stop() -> None:
+    settler = HeapSettler()
+    settler.hold()
+    assert not gc.isenabled()
+    settler.stop()
+    assert gc.isenabled()
+
+
+def test_hold_leaves_a_collector_that_someone_else_turned_off_as_it_was() -> None:
+    gc.disable()
+    try:
+        settler = HeapSettler(interval=3600)
+        settler.hold()
+        settler.start()
+        assert not gc.isenabled()
+        settler.stop()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_start_that_settles_later_keeps_the_hold_until_its_first_round() -> None:
+    settler = HeapSettler(interval=0.05)
+    settler.hold()
+    try:
+        settler.start(settle_now=False)
+        assert settler.rounds == 0  # nothing walked the heap as the GM turned ready
+        wait_until(lambda: settler.rounds >= 1, what="the first round")
+        wait_until(gc.isenabled, what="the collector back on after the first round")
+    finally:
+        settler.stop()
+    assert gc.isenabled()
+
+
+def test_after_first_runs_once_after_the_first_round() -> None:
+    calls: list[int] = []
+    settler = HeapSettler(interval=0.05)
+    try:
+        settler.start(settle_now=False, after_first=lambda: calls.append(settler.rounds))
+        assert calls == []
+        wait_until(lambda: settler.rounds >= 3, what="three rounds")
+        assert calls == [1]
+    finally:
+        settler.stop()

@@ -200,3 +200,23 @@ def test_cli_run_with_a_broken_enabled_plugin_exits_2(
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("sedna-gm: plugin broken (sedna-broken-plugin 0.0.1): cannot import")
     assert "Traceback" not in proc.stderr
+
+
+def test_loading_reads_the_installed_entry_points_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each pass reads every installed distribution's entry points and describing one
+    parses its distribution's metadata: on the way to ready, once is enough."""
+    from sedna.plugins import loader
+
+    groups: list[str] = []
+    real = loader._entry_points_of
+
+    def counted(group: str) -> Any:
+        groups.append(group)
+        return real(group)
+
+    monkeypatch.setattr(loader, "_entry_points_of", counted)
+    loaded = load_plugins(GMConfig.model_validate({"features": {"dataset": {}}}))
+    assert groups == ["sedna.features"]
+    assert [f.feature.name for f in loaded.features] == ["dataset"]
+    assert loaded.discovered == discover_plugins()
+    assert "reid" in loaded.left_off

@@ -7,14 +7,22 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import kubernetes
 import sedna_dataset.plugin as ds_plugin
+from dependency_injector import providers
 from support.gm import GMHarness
 from support.logs import capture_logs
 
-from sedna.plugins.kinds import FIRST_PARTY, warn_unreconciled
+from sedna.embedded.apiserver import APIServer
+from sedna.plugins.kinds import (
+    FIRST_PARTY,
+    installed_kinds,
+    installed_sedna_kinds,
+    warn_unreconciled,
+)
 from sedna.plugins.loader import discover_plugins
 from sedna.runtime import GMConfig, KubeClient, sedna_resource
 from sedna.runtime.kube import SEDNA_KINDS
@@ -90,6 +98,33 @@ def test_a_kind_whose_plugin_is_not_installed_is_warned_about_once(
     assert "(plugin reid would, but it is not installed)" in reid
 
 
+def test_the_warnings_come_once_the_gm_has_started(
+    apiserver: Any, api_client: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    """Advice does not hold up readiness: the CRD list it reads comes after activation."""
+    from sedna.manager import Manager
+
+    config = GMConfig.model_validate(
+        {
+            "namespace": namespace,
+            "websocket": {"address": "127.0.0.1", "port": 0, "auth": "none"},
+            "metrics": {"enabled": False},
+            "features": {"dataset": {}},
+        }
+    )
+    # no entry points: no other plugin counts as installed, so every other kind warns
+    manager = Manager(config, extra_plugins={"dataset": ds_plugin}, use_entry_points=False)
+    manager.container.api_client.override(providers.Object(api_client_for(apiserver)))
+    for cap in capture_logs():
+        manager.start()
+        manager.stop()
+        started = [i for i, line in enumerate(cap.lines) if "sedna-gm started with" in line]
+        warned = [i for i, line in enumerate(cap.lines) if "no enabled feature reconciles" in line]
+    assert len(started) == 1
+    assert warned
+    assert started[0] < min(warned)
+
+
 def test_cli_plugins_shows_which_feature_reconciles_each_kind() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "sedna.cli", "plugins"],
@@ -126,3 +161,44 @@ def test_a_plugin_handed_to_the_manager_runs_unless_switched_off() -> None:
     loaded = load_plugins(off, extra_plugins={"extra": Extra()})
     assert [f.feature.name for f in loaded.features] == ["dataset"]
     assert "extra" in loaded.left_off
+
+
+def test_sedna_kinds_are_read_from_the_crds_names(
+    api_client: kubernetes.client.ApiClient,
+) -> None:
+    """The advice lists only the CRDs' metadata (their names), and finds what the whole
+    CRDs say."""
+    kube = KubeClient(api_client)
+    whole = {k for k in installed_kinds(kube) if k.group == "sedna.io"}
+    assert set(installed_sedna_kinds(kube)) == whole
+    assert {k.kind for k in whole} == set(SEDNA_KINDS.values())
+
+
+def test_a_sedna_plural_not_of_sedna_s_kinds_reads_the_whole_crds(tmp_path: Path) -> None:
+    srv = APIServer("127.0.0.1", 0, schema_validation=False)
+    srv.start()
+    try:
+        srv.install_crd(
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": "gadgets.sedna.io"},
+                "spec": {
+                    "group": "sedna.io",
+                    "scope": "Namespaced",
+                    "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                    "versions": [
+                        {
+                            "name": "v1alpha1",
+                            "served": True,
+                            "storage": True,
+                            "schema": {"openAPIV3Schema": {"type": "object"}},
+                        }
+                    ],
+                },
+            }
+        )
+        kube = KubeClient(api_client_for(srv))
+        assert [k.kind for k in installed_sedna_kinds(kube)] == ["Gadget"]
+    finally:
+        srv.stop()

@@ -182,6 +182,30 @@ def test_stop_joins_all_threads(kube: KubeClient, make_factory: Factory, namespa
         f.informer(PODS)
 
 
+def test_a_held_informer_lists_only_once_let_go(make_factory: Factory, namespace: str) -> None:
+    """`start(after=event)`, as the factory starts its informers: every thread first,
+    then the lists. The held one started first, so had it not waited it would have
+    listed by the time the other one synced."""
+    f = make_factory(namespace=namespace)
+    held, free = f.informer(PODS), f.informer(CONFIGMAPS)
+    go = threading.Event()
+    held.start(after=go)
+    free.start()
+    assert free.wait_for_sync(5)
+    assert held.stats.lists == 0
+    assert not held.has_synced()
+    go.set()
+    assert held.wait_for_sync(5)
+
+
+def test_factory_start_lets_every_informer_list(make_factory: Factory, namespace: str) -> None:
+    f = make_factory(namespace=namespace)
+    informers = [f.informer(res) for res in (PODS, CONFIGMAPS, MODELS)]
+    f.start()
+    assert f.wait_for_cache_sync(5)
+    assert all(inf.stats.lists == 1 for inf in informers)
+
+
 def test_handler_exception_does_not_stop_delivery(
     kube: KubeClient, make_factory: Factory, namespace: str
 ) -> None:

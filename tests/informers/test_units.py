@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import random
+from collections import UserDict
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -31,6 +33,7 @@ from sedna.runtime.informers import (
     split_key,
 )
 from sedna.runtime.informers.store import NAMESPACE_INDEX, OWNER_UID_INDEX
+from sedna.runtime.informers.transforms import intern_strings
 
 
 def obj(ns: str, name: str, labels: dict[str, str] | None = None, **meta: Any) -> dict[str, Any]:
@@ -45,6 +48,14 @@ def test_keys() -> None:
         meta_namespace_key({"metadata": {"namespace": "ns"}})
     with pytest.raises(ValueError):
         meta_namespace_key({"spec": {}})
+    # the plain-dict fast path and the general one agree, also on what they refuse
+    proxy = MappingProxyType({"metadata": {"name": "n", "namespace": "s"}})
+    assert meta_namespace_key(proxy) == "s/n"
+    assert meta_namespace_key({"metadata": MappingProxyType({"name": "n"})}) == "n"
+    assert meta_namespace_key({"metadata": {"name": "n", "namespace": ""}}) == "n"
+    for bad in ({"metadata": {"name": ""}}, {"metadata": {"name": 5}}, {"metadata": None}):
+        with pytest.raises(ValueError):
+            meta_namespace_key(bad)
     assert split_key("ns/a") == ("ns", "a")
     assert split_key("node1") == ("", "node1")
     for bad in ("", "a/b/c", "/a", "a/"):
@@ -125,6 +136,44 @@ def owned(ns: str, name: str, uid: str, controller: bool = True) -> dict[str, An
         {"uid": uid, "controller": controller, "kind": "Job", "name": "j", "apiVersion": "v1"}
     ]
     return o
+
+
+def _fresh(text: str) -> str:
+    """An equal string that is a distinct object (as JSON decoding makes them)."""
+    return "".join(list(text))
+
+
+class _Dict(dict[str, Any]):
+    pass
+
+
+def test_intern_strings_shares_short_values_at_any_depth() -> None:
+    long = "x" * 65
+    node: dict[str, Any] = {
+        "a": _fresh("bench"),
+        "nested": {"list": [_fresh("bench"), {"deep": _fresh("bench")}, 5, None, True]},
+        "sub": _Dict(v=_fresh("bench")),  # subclasses are walked too
+        "long": _fresh(long),
+    }
+    intern_strings(node)
+    shared = "bench"
+    assert node["a"] is shared
+    assert node["nested"]["list"][0] is shared
+    assert node["nested"]["list"][1]["deep"] is shared
+    assert node["sub"]["v"] is shared
+    assert node["nested"]["list"][2:] == [5, None, True]
+    assert node["long"] is not long and node["long"] == long  # longer ones are left alone
+
+
+def test_indexes_of_objects_that_are_not_plain_dicts() -> None:
+    """The index functions take exact dicts first; other mappings index the same."""
+    ref = UserDict({"uid": "u1", "controller": True})
+    meta = MappingProxyType({"namespace": "a", "ownerReferences": [ref]})
+    o = MappingProxyType({"metadata": meta})
+    assert list(namespace_index(o)) == ["a"]
+    assert list(controller_owner_uids(o)) == ["u1"]
+    assert list(namespace_index({"metadata": None})) == [""]
+    assert list(controller_owner_uids({"metadata": {"ownerReferences": "bad"}})) == []
 
 
 def test_indexer_and_lister() -> None:

@@ -94,6 +94,18 @@ class Snapshot:
         )
         return heapq.merge(self.order.between(lo, hi), gone) if gone else self.order.between(lo, hi)
 
+    def items(self, lo: str, hi: str | None) -> Iterator[tuple[str, dict[str, Any] | None]]:
+        """``(key, get(key))`` for ``keys(lo, hi)``, in order: a page's scan, which
+        reads every object of the range when a selector matches few of them."""
+        if self.changed:
+            for k in self.keys(lo, hi):
+                yield k, self.get(k)
+            return
+        live = self.live
+        for k in self.order.between(lo, hi):
+            ns, sep, name = k.partition("/")
+            yield k, live.get((ns, name) if sep else ("", k))
+
     def get(self, key: str) -> dict[str, Any] | None:
         """The object at the snapshot's version, None when it did not exist then."""
         oid = object_key(key)

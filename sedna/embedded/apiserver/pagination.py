@@ -150,8 +150,7 @@ def page(
     items: list[dict[str, Any]] = []
     last = ""
     more = False
-    for k in snapshot.keys(lo, hi):
-        obj = snapshot.get(k)
+    for k, obj in snapshot.items(lo, hi):
         if obj is None or (matcher is not None and not matcher(obj)):
             continue
         if limit and len(items) >= limit:

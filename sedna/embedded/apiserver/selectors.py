@@ -73,16 +73,37 @@ def _label_req(term: str) -> LabelReq:
     raise bad_request(f"unable to parse requirement: invalid label selector term {term!r}")
 
 
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    labels: Mapping[str, str] = (obj.get("metadata") or _EMPTY).get("labels") or _EMPTY
+    return labels
+
+
 def parse_label_selector(sel: str | None) -> Matcher | None:
-    """A predicate on objects, or None when the selector selects everything."""
+    """A predicate on objects, or None when the selector selects everything.
+
+    A list runs it on every object of the resource in scope (kube filters the same
+    way), so a selector that matches nothing still costs a pass over them all: the
+    usual one-term selector is matched without the loop over terms.
+    """
     if not sel or not sel.strip():
         return None
     reqs = [_label_req(t) for t in _split_terms(sel) if t.strip()]
     if not reqs:
         return None
+    if len(reqs) == 1:
+        only = reqs[0]
+
+        def match_one(obj: Mapping[str, Any]) -> bool:
+            labels: Mapping[str, str] = (obj.get("metadata") or _EMPTY).get("labels") or _EMPTY
+            return only(labels)
+
+        return match_one
 
     def match(obj: Mapping[str, Any]) -> bool:
-        labels = (obj.get("metadata") or {}).get("labels") or {}
+        labels = _labels(obj)
         return all(r(labels) for r in reqs)
 
     return match

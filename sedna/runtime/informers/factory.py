@@ -199,15 +199,26 @@ class SharedInformerFactory:
             return list(self._informers.values())
 
     def start(self) -> None:
-        """Start every informer (and any created later)."""
+        """Start every informer (and any created later).
+
+        The threads of all informers are started first and their lists let go together:
+        a thread that lists at once keeps the interpreter busy, so each later
+        ``Thread.start`` (which waits for the new thread to run) waited for its turn, and
+        with 40 informers the last ones (often those with the most to list) began their
+        lists 0.1 s after the first.
+        """
         with self._lock:
             if self._stopped:
                 raise RuntimeError("informer factory is stopped")
             self._started = True
             informers = list(self._informers.values())
         self._size_pool(len(informers))
-        for inf in informers:
-            inf.start()
+        go = threading.Event()
+        try:
+            for inf in informers:
+                inf.start(after=go)
+        finally:
+            go.set()
 
     def _size_pool(self, watches: int) -> None:
         """Each informer's watch holds one pooled connection for as long as it runs; the

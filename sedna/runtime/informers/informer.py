@@ -266,14 +266,21 @@ class SharedInformer:
             if reg in self._listeners:
                 self._listeners.remove(reg)
 
-    def start(self) -> None:
-        """Start the list/watch and dispatch threads (idempotent)."""
+    def start(self, *, after: threading.Event | None = None) -> None:
+        """Start the list/watch and dispatch threads (idempotent).
+
+        With ``after``, the first list waits until that event is set (the factory starts
+        all its informers' threads first, then lets them list: see
+        ``SharedInformerFactory.start``).
+        """
         with self._lock:
             if self._started:
                 return
             self._started = True
             self._threads = [
-                threading.Thread(target=self._run, name=f"informer-{self._label}", daemon=True),
+                threading.Thread(
+                    target=self._run, args=(after,), name=f"informer-{self._label}", daemon=True
+                ),
                 threading.Thread(
                     target=self._dispatch_loop, name=f"informer-{self._label}-dispatch", daemon=True
                 ),
@@ -320,7 +327,9 @@ class SharedInformer:
 
     # -- list / watch thread --------------------------------------------------------
 
-    def _run(self) -> None:
+    def _run(self, after: threading.Event | None = None) -> None:
+        if after is not None:
+            after.wait()
         need_list = True
         gone_streak = 0
         while not self._stopping:

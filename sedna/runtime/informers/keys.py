@@ -28,6 +28,15 @@ class DeletedFinalStateUnknown:
 
 def meta_namespace_key(obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> str:
     """Return ``namespace/name`` (or ``name``); raise ``ValueError`` without a name."""
+    if type(obj) is dict:  # decoded JSON: every object an informer caches, no ABC checks
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            name = meta.get("name")
+            if type(name) is str and name:
+                namespace = meta.get("namespace")
+                if type(namespace) is str and namespace:
+                    return f"{namespace}/{name}"
+                return name
     if isinstance(obj, DeletedFinalStateUnknown):
         return obj.key
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None

@@ -36,8 +36,9 @@ OWNER_UID_INDEX = "controller-owner-uid"
 def namespace_index(obj: Obj) -> Iterable[str]:
     """Index value: the object's namespace ("" for cluster-scoped objects)."""
     meta = obj.get("metadata")
-    ns = meta.get("namespace") if isinstance(meta, Mapping) else None
-    return (ns if isinstance(ns, str) else "",)
+    # exact types first: every cached object is indexed, and isinstance on an ABC is slow
+    ns = meta.get("namespace") if type(meta) is dict or isinstance(meta, Mapping) else None
+    return (ns if type(ns) is str or isinstance(ns, str) else "",)
 
 
 def controller_owner_uids(obj: Obj) -> Iterable[str]:
@@ -47,16 +48,16 @@ def controller_owner_uids(obj: Obj) -> Iterable[str]:
     a pod merely owned (not controlled) by a job is not that job's to manage.
     """
     meta = obj.get("metadata")
-    refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+    refs = meta.get("ownerReferences") if type(meta) is dict or isinstance(meta, Mapping) else None
     if not isinstance(refs, list):
         return ()
-    return tuple(
-        ref["uid"]
-        for ref in refs
-        if isinstance(ref, Mapping)
-        and ref.get("controller") is True
-        and isinstance(ref.get("uid"), str)
-    )
+    uids: list[str] = []
+    for ref in refs:
+        if (type(ref) is dict or isinstance(ref, Mapping)) and ref.get("controller") is True:
+            uid = ref.get("uid")
+            if isinstance(uid, str):
+                uids.append(uid)
+    return uids
 
 
 class Indexer:
@@ -100,6 +101,16 @@ class Indexer:
             return old
 
     def _reindex(self, key: str, old: Obj | None, new: Obj | None) -> None:
+        if old is None and new is not None:  # a new key (every object of a first list)
+            for name, fn in self._funcs.items():
+                index = self._indices[name]
+                for value in fn(new):
+                    keys = index.get(value)
+                    if keys is None:
+                        index[value] = {key}
+                    else:
+                        keys.add(key)
+            return
         for name, fn in self._funcs.items():
             index = self._indices[name]
             old_values = set(fn(old)) if old is not None else set()
