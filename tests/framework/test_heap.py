@@ -129,7 +129,13 @@ def test_after_first_runs_once_after_the_first_round() -> None:
     try:
         settler.start(settle_now=False, after_first=lambda: calls.append(settler.rounds))
         assert calls == []
-        wait_until(lambda: settler.rounds >= 3, what="three rounds")
+        junk: list[list[list[int]]] = []
+
+        def busy() -> bool:  # allocations, so that no round is skipped as quiet
+            junk.append([[i] for i in range(2 * gc.get_threshold()[0])])
+            return settler.rounds >= 3
+
+        wait_until(busy, what="three rounds")
         assert calls == [1]
     finally:
         settler.stop()
