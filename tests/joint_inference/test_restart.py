@@ -171,6 +171,26 @@ def test_a_lost_create_response_is_adopted_not_repeated(
     assert uids(api) == before
 
 
+def _running_and_blind(
+    api: Api,
+    make_gm: GMFactory,
+    deployment_controller: DeploymentControllerFactory,
+    sample_dir: Path,
+) -> tuple[Any, OwnedWorkloads]:
+    """The sample running under a GM, its controller, and an `OwnedWorkloads` whose
+    informers never start (a cache that lags everything)."""
+    deployment_controller()
+    api.create_models()
+    gm = make_gm()
+    api.create(with_hpa(sample_dir))
+    api.until_running()
+    assert gm.manager is not None
+    controller: Any = gm.manager.features[0].controller
+    ctx = gm.manager.context()
+    blind = dataclasses.replace(ctx, informers=SharedInformerFactory(ctx.kube, namespace=api.ns))
+    return controller, OwnedWorkloads(blind, JIS, lambda key: None)
+
+
 def test_an_owner_the_cache_still_holds_after_its_delete_gets_nothing_made_again(
     api: Api,
     make_gm: GMFactory,
@@ -181,16 +201,7 @@ def test_an_owner_the_cache_still_holds_after_its_delete_gets_nothing_made_again
     a sync then sees its objects gone and the owner still cached. It reads the owner
     from the server before creating and makes nothing (Sedna's Go GM makes them again,
     with a reference to an owner that is gone, and they stay)."""
-    deployment_controller()
-    api.create_models()
-    gm = make_gm()
-    api.create(with_hpa(sample_dir))
-    api.until_running()
-    assert gm.manager is not None
-    controller: Any = gm.manager.features[0].controller
-    ctx = gm.manager.context()
-    blind = dataclasses.replace(ctx, informers=SharedInformerFactory(ctx.kube, namespace=api.ns))
-    workloads = OwnedWorkloads(blind, JIS, lambda key: None)  # informers never started
+    controller, workloads = _running_and_blind(api, make_gm, deployment_controller, sample_dir)
     owner = controller.with_type(api.ji())  # the copy a lagging cache would hold
     plan = controller.plan(owner)
     api.jis.delete(api.ns, SAMPLE)
@@ -214,16 +225,7 @@ def test_only_an_owner_that_had_a_pass_is_read_back_before_a_create(
     """An owner without a status has had no pass finish, so no dependents of its can be
     deleted ahead of it: a pass for it creates without reading it from the server. One
     with a status is read first, and a gone one gets nothing."""
-    deployment_controller()
-    api.create_models()
-    gm = make_gm()
-    api.create(with_hpa(sample_dir))
-    api.until_running()
-    assert gm.manager is not None
-    controller: Any = gm.manager.features[0].controller
-    ctx = gm.manager.context()
-    blind = dataclasses.replace(ctx, informers=SharedInformerFactory(ctx.kube, namespace=api.ns))
-    workloads = OwnedWorkloads(blind, JIS, lambda key: None)  # informers never started
+    controller, workloads = _running_and_blind(api, make_gm, deployment_controller, sample_dir)
     owner = controller.with_type(api.ji())
     assert owner.get("status")
     fresh = {k: v for k, v in owner.items() if k != "status"}  # as before its first pass
